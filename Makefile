@@ -1,0 +1,40 @@
+# Conventional Sphinx targets for the book, in the current Python environment
+# (pip install -r requirements.txt first). nox does the same in its own venvs.
+PYTHON  ?= python3
+DEVICE  ?= cpu
+BUILD    = $(PYTHON) -m book_extensions.build --device $(DEVICE)
+LANG_   ?= en
+
+.PHONY: help html doctest test serve parity bench clean clean-cache
+
+help:
+	@echo "make html       build every language into _build/$(DEVICE)/html/"
+	@echo "make doctest    run the doctests of every language"
+	@echo "make test       run the test suite (pytest)"
+	@echo "make serve      live preview (LANG_=zh for Chinese)"
+	@echo "make parity     check that the languages have the same pages, code and structure"
+	@echo "make bench      build timings and execution counts"
+	@echo "make clean      remove _build/ (keeps the execution cache)"
+	@echo "make clean-cache remove the execution cache too"
+	@echo "DEVICE=cuda selects the GPU build."
+
+html doctest:
+	$(BUILD) $@
+
+test:
+	$(PYTHON) -m pytest
+
+serve:
+	$(PYTHON) -m book_extensions.serve $(LANG_) --device $(DEVICE)
+
+parity:
+	$(PYTHON) -m book_extensions.parity docs
+
+bench:
+	$(PYTHON) -m book_extensions.bench
+
+clean:
+	rm -rf _build
+
+clean-cache: clean
+	rm -rf .jupyter_cache

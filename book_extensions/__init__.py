@@ -1,0 +1,21 @@
+"""Sphinx extensions that turn ``docs/`` into the bilingual, executed book.
+
+Each module handles one concern and has its own ``setup``:
+
+- :mod:`.languages`: per-language settings, hreflang links, the language switch
+  and the site's root page;
+- :mod:`.execution`: the kernel's device, the execution cache, checks on every
+  executed cell, clean outputs and each page's provenance line;
+- :mod:`.parity`: the two languages have the same pages, code and structure;
+- :mod:`.offline`: the built site loads nothing from other hosts.
+"""
+
+from sphinx.application import Sphinx
+
+from . import execution, languages, offline, parity
+
+
+def setup(app: Sphinx) -> dict:
+    for module in (languages, execution, parity, offline):
+        module.setup(app)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

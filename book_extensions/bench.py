@@ -1,0 +1,93 @@
+"""Benchmark the build: how long it takes and how many pages it executes.
+
+    python -m book_extensions.bench
+
+On a copy of docs/ (with its own output and an empty execution cache, so your
+cache and _build/ are untouched), builds both languages four times:
+
+1. cold: nothing cached;
+2. no change;
+3. after a prose-only edit of one page (both languages);
+4. after editing one code cell of that page (both languages, identically).
+
+Prints wall time and the pages each language executed. The targets: the second
+language executes nothing, a no-change rebuild is fast, a prose edit executes
+nothing and a code edit executes exactly one page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .build import ROOT, book_languages
+from .execution import EXECUTIONS_FILE
+
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
+
+
+def build(work: Path) -> tuple[float, dict[str, list[str]], int]:
+    command = [sys.executable, "-m", "book_extensions.build", "html", "-q",
+               "--docs", str(work / "docs"), "--out", str(work / "_build"),
+               "--cache-root", str(work / "cache")]
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    took = time.perf_counter() - started
+    executed = {}
+    for language in book_languages(ROOT):
+        report = work / "_build" / "cpu" / "doctrees" / language["code"] / EXECUTIONS_FILE
+        executed[language["code"]] = json.loads(report.read_text())["executed"] if report.exists() else ["?"]
+    if result.returncode:
+        print(result.stdout[-3000:], result.stderr[-3000:], sep="\n", file=sys.stderr)
+    return took, executed, result.returncode
+
+
+def page_with_code(docs: Path, language: str) -> Path:
+    for page in sorted((docs / language).rglob("*.md")):
+        if CODE_CELL.search(page.read_text(encoding="utf8")):
+            return page.relative_to(docs / language)
+    raise SystemExit("no page with a code cell to edit")
+
+
+def edit_prose(path: Path) -> None:
+    path.write_text(path.read_text(encoding="utf8") + "\nOne more sentence of prose.\n", encoding="utf8")
+
+
+def edit_code(path: Path) -> None:
+    text = path.read_text(encoding="utf8")
+    match = CODE_CELL.search(text)
+    cell_end = match.end(1)
+    path.write_text(text[:cell_end] + "_bench_edit = 1\n" + text[cell_end:], encoding="utf8")
+
+
+def main() -> int:
+    languages = [lang["code"] for lang in book_languages(ROOT)]
+    with tempfile.TemporaryDirectory(prefix="book-bench-") as tmp:
+        work = Path(tmp)
+        shutil.copytree(ROOT / "docs", work / "docs")
+        page = page_with_code(work / "docs", languages[0])
+        steps = [
+            ("cold build (empty cache)", lambda: None),
+            ("rebuild, no change", lambda: None),
+            (f"rebuild after a prose edit of {page}", lambda: [edit_prose(work / "docs" / l / page) for l in languages]),
+            (f"rebuild after a code edit of {page}", lambda: [edit_code(work / "docs" / l / page) for l in languages]),
+        ]
+        print(f"{'step':<52} {'seconds':>8}  " + "  ".join(f"executed ({l})" for l in languages))
+        failed = False
+        for name, change in steps:
+            change()
+            took, executed, rc = build(work)
+            failed |= rc != 0
+            counts = "  ".join(f"{len(executed[l]):>{len(f'executed ({l})')}}" for l in languages)
+            print(f"{name:<52} {took:>8.1f}  {counts}" + ("   (build FAILED)" if rc else ""), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Build the book: every language, one after the other, with one Sphinx builder.
+
+    python -m book_extensions.build html --device cpu
+    python -m book_extensions.build doctest
+
+Output goes to ``<out>/<device>/<builder>/<language>/`` (doctrees beside it), so a
+CUDA build never mixes with a CPU one. Languages are built one after the other
+because two builds writing one jupyter-cache at the same time can corrupt it; each
+build reads its pages in parallel. A failing language does not stop the next one:
+the run reports every problem, then exits non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def book_languages(confdir: Path) -> list[dict]:
+    return runpy.run_path(str(confdir / "conf.py"))["book_languages"]
+
+
+def cuda_problem() -> str | None:
+    """Why a CUDA build cannot run here, or None; asked in a child so it stays cheap."""
+    probe = "import torch; print(torch.cuda.is_available(), torch.__version__)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    if result.returncode != 0:
+        return f"cannot import torch: {result.stderr.strip().splitlines()[-1]}"
+    available, version = result.stdout.split()
+    if available != "True":
+        return f"--device cuda asked for, but torch {version} sees no CUDA device here"
+    return None
+
+
+def sphinx_command(args, language: dict, docs: Path, out: Path) -> list[str]:
+    code = language["code"]
+    device_dir = out / args.device
+    return [
+        sys.executable, "-m", "sphinx",
+        "-b", args.builder,
+        "-c", str(args.confdir),
+        "-d", str(device_dir / "doctrees" / code),
+        "-D", f"language={language['sphinx']}",
+        "-D", f"book_device={args.device}",
+        "-D", f"book_cache_root={args.cache_root}",
+        "-W", "-j", args.jobs, *(["-q"] if args.quiet else []),
+        str(docs / code),
+        str(device_dir / args.builder / code),
+        *args.sphinx_args,
+    ]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m book_extensions.build", description=__doc__.split("\n")[0])
+    parser.add_argument("builder", nargs="?", default="html", help="Sphinx builder (html, doctest, ...)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--language", action="append", dest="languages", metavar="CODE",
+                        help="build only this language (repeatable); default: all")
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="folder with one sub-folder per language")
+    parser.add_argument("--out", type=Path, default=ROOT / "_build")
+    parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    parser.add_argument("--confdir", type=Path, default=ROOT)
+    parser.add_argument("-j", "--jobs", default="auto")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    parser.add_argument("sphinx_args", nargs="*", help="passed to sphinx-build (after --)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.device == "cuda":
+        problem = cuda_problem()
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+    languages = book_languages(args.confdir)
+    if args.languages:
+        unknown = set(args.languages) - {lang["code"] for lang in languages}
+        if unknown:
+            print(f"error: unknown language {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
+        languages = [lang for lang in languages if lang["code"] in args.languages]
+    failed = []
+    for language in languages:
+        started = time.perf_counter()
+        result = subprocess.run(sphinx_command(args, language, args.docs, args.out))
+        took = time.perf_counter() - started
+        status = "ok" if result.returncode == 0 else f"FAILED (exit {result.returncode})"
+        print(f"[{language['code']}] {args.builder} {status} in {took:.1f} s", flush=True)
+        if result.returncode:
+            failed.append(language["code"])
+    if failed:
+        print(f"error: the {args.builder} build failed for: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    if args.builder == "html":
+        index = (args.out / args.device / "html" / "index.html").resolve()
+        print(f"The book is built. Open {index.as_uri()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

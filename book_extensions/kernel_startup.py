@@ -1,0 +1,31 @@
+"""Run by every notebook kernel of the book before the page's first cell.
+
+The build points ``PYTHONSTARTUP`` here, so pages stay as a reader would write them:
+no device plumbing and no output tweaks in visible code. The execution cache key
+includes a hash of this file, so changing it re-executes every page.
+"""
+
+import os
+import warnings
+
+from IPython import get_ipython
+
+# A traceback's frames point into the kernel's temporary files and the build
+# machine's virtualenv; the book shows the exception line, as readers quote it.
+get_ipython().run_line_magic("xmode", "Minimal")
+
+
+def _format_warning(message, category, filename, lineno, line=None):
+    # The default format starts with the path of the file that warned.
+    return f"{category.__name__}: {message}\n"
+
+
+warnings.formatwarning = _format_warning
+
+_device = os.environ.get("BOOK_DEVICE", "cpu")
+if _device != "cpu":
+    import torch
+
+    torch.set_default_device(_device)
+
+del os, warnings, get_ipython, _format_warning, _device

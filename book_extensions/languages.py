@@ -1,0 +1,195 @@
+"""One book, several languages: per-language settings and the links between them.
+
+``book_languages`` in conf.py declares the languages; each is built separately
+from ``docs/<code>/`` into ``<site>/<code>/``. This module
+
+- applies what depends on the language (project name, search, myst-nb prompts,
+  the html ``lang`` attribute);
+- gives every page ``<link rel="alternate" hreflang>`` for each language plus
+  ``x-default``, and a visible switch to the same page in the other languages;
+- writes the site's root page, which sends visitors to the language their
+  browser prefers and links to all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.errors import ConfigError
+
+from .messages import message
+
+HERE = Path(__file__).parent
+ZH_SEARCH_TERMS = "search_terms.zh.txt"
+
+
+def current_language(config: Config) -> dict:
+    for entry in config.book_languages:
+        if entry["sphinx"] == config.language:
+            return entry
+    known = ", ".join(e["sphinx"] for e in config.book_languages)
+    raise ConfigError(f"language {config.language!r} is not in book_languages ({known})")
+
+
+def configure_language(app: Sphinx, config: Config) -> None:
+    entry = current_language(config)
+    srcdir = Path(app.srcdir)
+    if srcdir.name != entry["code"]:
+        raise ConfigError(
+            f"language {config.language!r} is built from docs/{entry['code']}/, not {srcdir}"
+        )
+    config.project = entry["project"]
+    config.html_title = entry["project"]
+    config.templates_path = [*config.templates_path, str(HERE / "templates")]
+    config.html_static_path = [*config.html_static_path, str(HERE / "static")]
+    config.author = entry.get("author", config.author)
+    config.copyright = config.copyright.replace("{author}", config.author)
+    config.html_theme_options = {
+        **config.html_theme_options,
+        "search_bar_text": message(config.language, "search_placeholder"),
+    }
+    config.nb_code_prompt_show = message(config.language, "code_prompt_show")
+    config.nb_code_prompt_hide = message(config.language, "code_prompt_hide")
+    terms = srcdir.parent / ZH_SEARCH_TERMS
+    if config.language.startswith("zh") and terms.is_file():
+        # jieba splits 计算图 into 计算 + 图 unless told the book's terms.
+        config.html_search_options = {**(config.html_search_options or {}), "dict": str(terms)}
+    if not config.html_sidebars:
+        config.html_sidebars = {"**": [
+            "navbar-logo.html", "book-language-switch.html",
+            "search-button-field.html", "sbt-sidebar-nav.html",
+        ]}
+
+
+def page_exists(srcdir: Path, pagename: str, suffixes) -> bool:
+    return any((srcdir / f"{pagename}{suffix}").is_file() for suffix in suffixes)
+
+
+def alternates(app: Sphinx, pagename: str) -> list[dict]:
+    """The same page in every language: code, hreflang, name, href, current."""
+    config = app.config
+    here = current_language(config)
+    srcdir = Path(app.srcdir)
+    to_root = "../" * (pagename.count("/") + 1)
+    base = config.book_base_url.rstrip("/")
+    generated = pagename in ("genindex", "search")
+    result = []
+    for entry in config.book_languages:
+        other_src = srcdir.parent / entry["code"]
+        if not generated and not page_exists(other_src, pagename, config.source_suffix):
+            continue  # the parity check reports it
+        path = f"{entry['code']}/{pagename}.html"
+        result.append({
+            **entry,
+            "href": f"{base}/{path}" if base else to_root + path,
+            "current": entry is here,
+        })
+    return result
+
+
+def add_language_links(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    links = alternates(app, pagename)
+    tags = [
+        f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{escape(e["href"])}">'
+        for e in links
+    ]
+    default = next((e for e in links if e["code"] == app.config.book_languages[0]["code"]), None)
+    if default:
+        tags.append(f'<link rel="alternate" hreflang="x-default" href="{escape(default["href"])}">')
+    context["metatags"] = context.get("metatags", "") + "\n".join(tags) + "\n"
+    context["book_alternates"] = links
+    context["book_switch_label"] = message(app.config.language, "switch_label")
+
+
+ROOT_PAGE = """<!DOCTYPE html>
+<html lang="{default_lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+{alternates}
+<script>
+// Send the visitor to the first language their browser prefers that the book has.
+(function () {{
+  var languages = {languages};
+  var wanted = navigator.languages || [navigator.language || ""];
+  for (var i = 0; i < wanted.length; i++) {{
+    var tag = wanted[i].toLowerCase();
+    for (var j = 0; j < languages.length; j++) {{
+      var lang = languages[j];
+      if (tag === lang.hreflang.toLowerCase() || tag.split("-")[0] === lang.hreflang.toLowerCase().split("-")[0]) {{
+        window.location.replace(lang.code + "/index.html");
+        return;
+      }}
+    }}
+  }}
+  window.location.replace(languages[0].code + "/index.html");
+}})();
+</script>
+</head>
+<body>
+<h1>{title}</h1>
+<ul>
+{links}
+</ul>
+</body>
+</html>
+"""
+
+
+def write_root_page(app: Sphinx, exception: Exception | None) -> None:
+    """The site root holds one folder per language; its index picks one."""
+    if exception or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir)
+    if outdir.name != current_language(app.config)["code"]:
+        return  # not the book's site layout (for example a one-off build)
+    languages = app.config.book_languages
+    page = ROOT_PAGE.format(
+        default_lang=languages[0]["hreflang"],
+        title=escape(message(app.config.language, "root_title")),
+        alternates="\n".join(
+            f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{e["code"]}/index.html">'
+            for e in languages
+        ),
+        languages=json.dumps([{"code": e["code"], "hreflang": e["hreflang"]} for e in languages]),
+        links="\n".join(
+            f'<li><a href="{e["code"]}/index.html" hreflang="{e["hreflang"]}" '
+            f'lang="{e["hreflang"]}">{escape(e["name"])}</a></li>'
+            for e in languages
+        ),
+    )
+    (outdir.parent / "index.html").write_text(page, encoding="utf8")
+
+
+def compile_catalogs(app: Sphinx) -> Path:
+    """Compile the .po files of locale/ into the doctree folder and return it."""
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    target = Path(app.doctreedir) / "book-locale"
+    for po in (HERE / "locale").rglob("*.po"):
+        mo = target / po.relative_to(HERE / "locale").with_suffix(".mo")
+        if not mo.exists() or mo.stat().st_mtime < po.stat().st_mtime:
+            mo.parent.mkdir(parents=True, exist_ok=True)
+            with po.open("rb") as source, mo.open("wb") as out:
+                write_mo(out, read_po(source))
+    return target
+
+
+def setup(app: Sphinx) -> None:
+    # Registered now, before the theme registers its own catalogs, so that ours
+    # come first for the theme's domain and fill the gaps of Sphinx's own.
+    catalogs = compile_catalogs(app)
+    app.add_message_catalog("booktheme", str(catalogs))
+    app.add_message_catalog("sphinx", str(catalogs))
+    app.add_config_value("book_languages", [], "env", list)
+    app.add_config_value("book_base_url", "", "html", str)
+    app.connect("config-inited", configure_language)
+    app.connect("html-page-context", add_language_links)
+    app.connect("build-finished", write_root_page)
+    app.add_css_file("book.css")

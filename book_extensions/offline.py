@@ -1,0 +1,106 @@
+"""The built site loads nothing from other hosts.
+
+Readers may be offline or behind a firewall that blocks CDNs, and a page that
+pulls a script, font or stylesheet from elsewhere also tells that host who read
+it. After an html build, every page and stylesheet is scanned for resources
+(``<script src>``, ``<link rel=stylesheet|icon|preload...>``, ``<img>``,
+``<iframe>``, ``url(...)``, ``@import``...) that point to another host; plain
+links (``<a href>``, ``rel=alternate|canonical``) are navigation, not loads.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+# Attributes that make the browser fetch something as soon as the page loads.
+LOADING_ATTRIBUTES = {
+    "script": ("src",), "img": ("src", "srcset"), "iframe": ("src",),
+    "source": ("src", "srcset"), "video": ("src", "poster"), "audio": ("src",),
+    "track": ("src",), "embed": ("src",), "object": ("data",), "input": ("src",),
+    "link": ("href",),
+}
+NAVIGATION_RELS = {"alternate", "canonical", "next", "prev", "author", "license",
+                   "help", "search", "index", "top", "up", "first", "last", "copyright"}
+CSS_URL = re.compile(r"""(?:url\(\s*['"]?|@import\s+['"])([^'")\s]+)""")
+
+
+def is_remote(url: str, own_host: str) -> bool:
+    parts = urlsplit(url.strip())
+    if parts.scheme in ("data", "blob", "about", "javascript", "mailto"):
+        return False
+    return bool(parts.netloc) and parts.netloc != own_host
+
+
+class ResourceFinder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, str]] = []  # (what, url)
+        self._in_style = False
+
+    def handle_starttag(self, tag, attrs):
+        values = dict(attrs)
+        if tag == "link":
+            rels = set((values.get("rel") or "").lower().split())
+            if rels and rels <= NAVIGATION_RELS:
+                return
+        for name in LOADING_ATTRIBUTES.get(tag, ()):
+            for url in (values.get(name) or "").split(","):
+                url = url.strip().split(" ")[0]
+                if url:
+                    self.found.append((f"<{tag} {name}>", url))
+        if values.get("style"):
+            self.found += [("style attribute", u) for u in CSS_URL.findall(values["style"])]
+        self._in_style = tag == "style"
+
+    def handle_endtag(self, tag):
+        if tag == "style":
+            self._in_style = False
+
+    def handle_data(self, data):
+        if self._in_style:
+            self.found += [("<style>", u) for u in CSS_URL.findall(data)]
+
+
+def remote_loads(path: Path, own_host: str = "") -> list[tuple[str, str]]:
+    """(what, url) for every resource in an html or css file that another host serves."""
+    text = path.read_text(encoding="utf8", errors="replace")
+    if path.suffix == ".css":
+        found = [("stylesheet url()", u) for u in CSS_URL.findall(text)]
+    else:
+        finder = ResourceFinder()
+        finder.feed(text)
+        found = finder.found
+    return [(what, url) for what, url in found if is_remote(url, own_host)]
+
+
+def check_site(outdir: Path, own_host: str = "") -> list[tuple[str, str, str]]:
+    """(file relative to outdir, what, url) for every remote load in a built site."""
+    problems = []
+    for path in sorted(outdir.rglob("*")):
+        if path.suffix in (".html", ".css") and path.is_file():
+            rel = path.relative_to(outdir).as_posix()
+            problems += [(rel, what, url) for what, url in remote_loads(path, own_host)]
+    return problems
+
+
+def check_build(app: Sphinx, exception: Exception | None) -> None:
+    if exception or app.builder.format != "html":
+        return
+    own_host = urlsplit(app.config.book_base_url).netloc
+    for rel, what, url in check_site(Path(app.outdir), own_host):
+        logger.warning(
+            f"{rel} loads {url} from another host ({what}); the site must work offline",
+            type="book", subtype="offline",
+        )
+
+
+def setup(app: Sphinx) -> None:
+    app.connect("build-finished", check_build)

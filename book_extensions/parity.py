@@ -1,0 +1,135 @@
+"""The languages of the book must be the same book.
+
+Every language has the same page files, and each page has the same notebook
+front matter, the same code cells (count, order, source and metadata: which is
+also what makes the second language a pure cache hit), the same doctest blocks
+and the same section structure (heading levels and explicit ``(label)=`` targets).
+Prose is free.
+
+Run by the build of each non-default language, comparing it with the default one,
+and on its own: ``python -m book_extensions.parity docs``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from myst_nb.core.read import read_myst_markdown_notebook
+from myst_parser.config.main import MdParserConfig
+from markdown_it.renderer import RendererHTML
+from myst_parser.parsers.mdit import create_md_parser
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+CHECKED_FENCES = ("{doctest}", "{testcode}", "{testoutput}", "{testsetup}", "{testcleanup}")
+
+
+@dataclass
+class Page:
+    """What must be equal between languages, read from one MyST notebook page."""
+
+    front_matter: dict
+    code_cells: list[tuple[str, dict]]
+    headings: list[int]
+    labels: list[str]
+    checked_blocks: list[str]
+
+
+def read_page(path: Path) -> Page:
+    notebook = read_myst_markdown_notebook(path.read_text(encoding="utf8"))
+    parser = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "deflist"}), RendererHTML)
+    code_cells, headings, labels, blocks = [], [], [], []
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            code_cells.append((cell.source, dict(cell.metadata)))
+            continue
+        if cell.cell_type != "markdown":
+            continue
+        for token in parser.parse(cell.source):
+            if token.type == "heading_open":
+                headings.append(int(token.tag[1:]))
+            elif token.type == "myst_target":
+                labels.append(token.content)
+            elif token.type in ("fence", "colon_fence") and token.info.split(" ")[0] in CHECKED_FENCES:
+                blocks.append(token.content)
+    metadata = {k: v for k, v in notebook.metadata.items() if k != "source_map"}
+    return Page(metadata, code_cells, headings, labels, blocks)
+
+
+def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
+    """One line describing the first way ``page`` differs from ``reference``."""
+    if page.front_matter != reference.front_matter:
+        return f"its front matter differs from {ref_name}'s"
+    if len(page.code_cells) != len(reference.code_cells):
+        return f"it has {len(page.code_cells)} code cells, {ref_name} has {len(reference.code_cells)}"
+    for number, (mine, theirs) in enumerate(zip(page.code_cells, reference.code_cells), start=1):
+        if mine[0] != theirs[0]:
+            line = next(
+                (i for i, (a, b) in enumerate(zip(mine[0].splitlines() + [""], theirs[0].splitlines() + [""]), 1) if a != b),
+                1,
+            )
+            return f"code cell {number} differs from {ref_name}'s at its line {line}"
+        if mine[1] != theirs[1]:
+            return f"code cell {number} has metadata {mine[1]}, {ref_name} has {theirs[1]}"
+    if len(page.headings) != len(reference.headings):
+        return f"it has {len(page.headings)} headings, {ref_name} has {len(reference.headings)}"
+    if page.headings != reference.headings:
+        number = next(i for i, (a, b) in enumerate(zip(page.headings, reference.headings), 1) if a != b)
+        return f"heading {number} is level {page.headings[number - 1]}, in {ref_name} level {reference.headings[number - 1]}"
+    if page.labels != reference.labels:
+        return f"its labels {page.labels} differ from {ref_name}'s {reference.labels}"
+    if page.checked_blocks != reference.checked_blocks:
+        return f"its doctest blocks differ from {ref_name}'s"
+    return None
+
+
+def compare(docs: Path, language: str, reference: str, suffix: str = ".md") -> list[tuple[str, str]]:
+    """(page path, problem) for every page of ``language`` that differs from ``reference``."""
+    mine_dir, ref_dir = docs / language, docs / reference
+    mine = {p.relative_to(mine_dir) for p in mine_dir.rglob(f"*{suffix}")}
+    theirs = {p.relative_to(ref_dir) for p in ref_dir.rglob(f"*{suffix}")}
+    problems = []
+    for rel in sorted(theirs - mine):
+        problems.append((f"{ref_dir.name}/{rel}", f"has no {language} counterpart ({language}/{rel})"))
+    for rel in sorted(mine - theirs):
+        problems.append((f"{language}/{rel}", f"has no {reference} counterpart ({reference}/{rel})"))
+    for rel in sorted(mine & theirs):
+        try:
+            difference = first_difference(read_page(mine_dir / rel), read_page(ref_dir / rel), f"{reference}/{rel}")
+        except Exception as error:  # a page that does not even parse
+            difference = f"cannot be read: {error}"
+        if difference:
+            problems.append((f"{language}/{rel}", difference))
+    return problems
+
+
+def check_build(app: Sphinx) -> None:
+    languages = app.config.book_languages
+    srcdir = Path(app.srcdir)
+    reference = languages[0]["code"]
+    if srcdir.name == reference:
+        return
+    for page, problem in compare(srcdir.parent, srcdir.name, reference):
+        logger.warning(f"parity: docs/{page} {problem}", type="book", subtype="parity")
+
+
+def setup(app: Sphinx) -> None:
+    app.connect("builder-inited", check_build)
+
+
+def main(argv: list[str]) -> int:
+    docs = Path(argv[0]) if argv else Path("docs")
+    languages = sorted(p.name for p in docs.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+    reference = "en" if "en" in languages else languages[0]
+    problems = [pp for lang in languages if lang != reference for pp in compare(docs, lang, reference)]
+    for page, problem in problems:
+        print(f"docs/{page}: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

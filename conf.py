@@ -1,0 +1,51 @@
+"""Sphinx configuration shared by every language of "Cutting the Graph".
+
+Each language is a separate Sphinx build of ``docs/<code>/`` with this one file,
+chosen by ``-D language=...``; ``book_extensions`` derives everything that depends
+on the language or the device. Build with ``nox -s docs`` (see README.md).
+"""
+
+import sys
+from pathlib import Path
+
+# The book's own extensions live beside this file, not in an installed package.
+sys.path.insert(0, str(Path(__file__).parent))
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.doctest",
+    "book_extensions",
+]
+
+# The languages of the book, in the order the language switch lists them.
+# "code" is the folder under docs/ and in the built site; the first is the default.
+book_languages = [
+    {"code": "en", "sphinx": "en", "hreflang": "en", "name": "English",
+     "project": "Cutting the Graph", "author": "the authors of Cutting the Graph"},
+    {"code": "zh", "sphinx": "zh_CN", "hreflang": "zh-CN", "name": "简体中文",
+     "project": "切断计算图", "author": "《切断计算图》作者"},
+]
+# The public address of the site (one place); empty means links stay relative.
+book_base_url = ""
+
+language = "en"
+copyright = "2026, {author}"
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+nitpicky = True  # a reference that resolves to nothing is a broken link
+
+# Every page is a MyST text notebook executed through a jupyter-cache;
+# book_extensions keeps one cache per device and torch version.
+nb_execution_mode = "cache"
+nb_execution_timeout = 120
+nb_execution_show_tb = True
+nb_merge_streams = True
+myst_enable_extensions = ["colon_fence", "deflist"]
+
+html_theme = "sphinx_book_theme"
+html_theme_options = {
+    "show_toc_level": 2,
+    "use_download_button": False,
+}
+html_last_updated_fmt = None
+html_copy_source = False
+html_show_sourcelink = False

@@ -37,7 +37,6 @@ nitpicky = True  # a reference that resolves to nothing is a broken link
 # book_extensions keeps one cache per device and torch version.
 nb_execution_mode = "cache"
 nb_execution_timeout = 120
-nb_execution_show_tb = True
 nb_merge_streams = True
 myst_enable_extensions = ["colon_fence", "deflist"]
 

@@ -12,10 +12,11 @@ Each module handles one concern and has its own ``setup``:
 
 from sphinx.application import Sphinx
 
-from . import execution, languages, offline, parity
-
 
 def setup(app: Sphinx) -> dict:
+    # Imported here so that ``python -m book_extensions.<tool>`` imports only what it needs.
+    from . import execution, languages, offline, parity
+
     for module in (languages, execution, parity, offline):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -68,8 +68,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--confdir", type=Path, default=ROOT)
     parser.add_argument("-j", "--jobs", default="auto")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
-    parser.add_argument("sphinx_args", nargs="*", help="passed to sphinx-build (after --)")
-    return parser.parse_args(argv)
+    parser.epilog = "Arguments after -- go to sphinx-build, for example: -- -D nb_execution_timeout=30"
+    own, extra = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    args = parser.parse_args(own)
+    args.sphinx_args = extra
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -88,6 +88,9 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     if not Path(config.book_cache_root).is_absolute():
         config.book_cache_root = str(Path(app.confdir, config.book_cache_root))
     config.nb_execution_cache_path = str(cache_path(config))
+    # Create the cache's database now: parallel readers that each find it missing
+    # race to create its tables, and all but one crash.
+    get_cache(config.nb_execution_cache_path).list_cache_records()
     # Errors never stop a page: check_cells() below judges every cell afterwards,
     # so one build reports every unexpected (or missing) error of every page.
     config.nb_execution_allow_errors = True
@@ -102,15 +105,18 @@ def configure_execution(app: Sphinx, config: Config) -> None:
         )
 
 
-def executed_notebook(app: Sphinx, docname: str):
-    """The page's notebook with the outputs that the cache holds for it."""
+def source_notebook(app: Sphinx, docname: str):
+    """The page as myst-nb reads it: a notebook without outputs."""
     env = app.env
     path = Path(env.doc2path(docname))
     text = path.read_text(encoding="utf8")
-    reader = create_nb_reader(str(path), env.myst_config, env.mystnb_config, text)
-    notebook = reader.read(text)
+    return create_nb_reader(str(path), env.myst_config, env.mystnb_config, text).read(text)
+
+
+def executed_notebook(app: Sphinx, docname: str):
+    """The page's notebook with the outputs that the cache holds for it."""
     cache_ = get_cache(app.config.nb_execution_cache_path)
-    _, merged = cache_.merge_match_into_notebook(notebook)
+    _, merged = cache_.merge_match_into_notebook(source_notebook(app, docname))
     return merged
 
 
@@ -133,8 +139,15 @@ def expectation(metadata: dict) -> tuple[str, str] | str:
     return type_, fragment
 
 
-def check_cells(app: Sphinx, docname: str, notebook) -> None:
-    """Warn about every cell whose errors differ from what it declares."""
+def check_cells(app: Sphinx, docname: str, notebook) -> int:
+    """Warn about every cell whose errors differ from what it declares; count them."""
+    problems = 0
+
+    def warn(text: str, location, subtype: str) -> None:
+        nonlocal problems
+        problems += 1
+        logger.warning(text, location=location, type="book", subtype=subtype)
+
     code_cells = [(i, c) for i, c in enumerate(notebook.cells) if c.cell_type == "code"]
     for number, (index, cell) in enumerate(code_cells, start=1):
         where = f"code cell {number}"
@@ -142,55 +155,50 @@ def check_cells(app: Sphinx, docname: str, notebook) -> None:
         errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
         raised = f"{errors[0].ename}: {errors[0].evalue}" if errors else None
         if "raises-exception" in cell.metadata.get("tags", []):
-            logger.warning(
-                f"{where}: the 'raises-exception' tag passes even when nothing is raised; "
-                "declare expect_error: {type: ..., message: ...} instead",
-                location=location, type="book", subtype="expect_error",
-            )
+            warn(f"{where}: the 'raises-exception' tag passes even when nothing is raised; "
+                 "declare expect_error: {type: ..., message: ...} instead", location, "expect_error")
         if "expect_error" not in cell.metadata:
             if raised:
-                logger.warning(
-                    f"{where} raised {raised}",
-                    location=location, type="book", subtype="cell_error",
-                )
+                warn(f"{where} raised {raised}", location, "cell_error")
             continue
         expected = expectation(cell.metadata)
         if isinstance(expected, str):
-            logger.warning(
-                f"{where}: {expected}",
-                location=location, type="book", subtype="expect_error",
-            )
+            warn(f"{where}: {expected}", location, "expect_error")
             continue
         type_, fragment = expected
         if not errors:
-            logger.warning(
-                f"{where} was expected to raise {type_} ({fragment!r}) but raised nothing",
-                location=location, type="book", subtype="expect_error",
-            )
+            warn(f"{where} was expected to raise {type_} ({fragment!r}) but raised nothing",
+                 location, "expect_error")
         elif errors[0].ename != type_ or fragment not in errors[0].evalue:
-            logger.warning(
-                f"{where} was expected to raise {type_} ({fragment!r}) but raised {raised}",
-                location=location, type="book", subtype="expect_error",
-            )
+            warn(f"{where} was expected to raise {type_} ({fragment!r}) but raised {raised}",
+                 location, "expect_error")
+    return problems
 
 
-def report_failed_execution(docname: str, exec_data: dict, timeout: int) -> None:
-    """myst-nb already warns; this says it in the reader's terms, with the cell."""
+def report_failed_execution(app: Sphinx, docname: str, exec_data: dict) -> None:
+    """myst-nb already warns; this says it in the reader's terms, naming the cell."""
     error = exec_data.get("error")
-    cell = ""
-    # nbclient quotes the start of the cell that timed out in its message.
-    preview = re.search(r"preview of the cell contents:\n-+\n(.*)", exec_data.get("traceback") or "")
+    where = ""
+    location: Any = docname
+    # nbclient quotes the cell that timed out (or whose kernel died) between dashes.
+    preview = re.search(r"preview of the cell contents:\n-+\n(.*?)\n-+\n", exec_data.get("traceback") or "", re.S)
     if preview:
-        cell = f" in the cell starting {preview.group(1).strip()[:80]}"
+        notebook = source_notebook(app, docname)
+        code = [(i, c) for i, c in enumerate(notebook.cells) if c.cell_type == "code"]
+        for number, (index, cell) in enumerate(code, start=1):
+            if cell.source.strip().startswith(preview.group(1).strip()):
+                where = f" in code cell {number}"
+                location = (docname, cell_line(notebook, index))
+                break
     if error == "CellTimeoutError":
-        reason = f"a cell ran longer than the {timeout} s timeout{cell}"
+        reason = f"a cell ran longer than the {app.config.nb_execution_timeout} s timeout{where}"
     elif error == "DeadKernelError":
-        reason = f"the kernel died{cell}"
+        reason = f"the kernel died{where}"
     else:
-        reason = f"execution stopped with {error}{cell}"
+        reason = f"execution stopped with {error}{where}"
     logger.warning(
         f"{reason}; nothing from this page was cached",
-        location=docname, type="book", subtype="execution",
+        location=location, type="book", subtype="execution",
     )
 
 
@@ -198,11 +206,13 @@ def build_machine_paths() -> list[str]:
     root = Path(__file__).resolve().parent.parent
     candidates = {str(root), sys.prefix, sys.base_prefix, tempfile.gettempdir(),
                   os.path.expanduser("~")}
-    return sorted(p for p in candidates if p and p != "/") + ["site-packages", "ipykernel_"]
+    # Longest first, so that a warning names the most specific path.
+    return sorted((p for p in candidates if p and p != "/"), key=len, reverse=True) + ["site-packages", "ipykernel_"]
 
 
-def clean_outputs(docname: str, doctree: nodes.document) -> None:
+def clean_outputs(docname: str, doctree: nodes.document) -> int:
     """Replace object addresses in rendered outputs; warn on build-machine paths."""
+    problems = 0
     paths = build_machine_paths()
     for container in doctree.findall(nodes.container):
         if container.get("nb_element") != "cell_code_output":
@@ -216,11 +226,13 @@ def clean_outputs(docname: str, doctree: nodes.document) -> None:
                     parent.rawsource = ADDRESS.sub(ADDRESS_PLACEHOLDER, parent.rawsource)
             leaked = next((p for p in paths if p in cleaned), None)
             if leaked:
+                problems += 1
                 logger.warning(
                     f"an output shows a path of the build machine ({leaked!r}); "
                     "print something that does not depend on where the book is built",
                     location=container, type="book", subtype="output_path",
                 )
+    return problems
 
 
 def provenance_note(app: Sphinx, exec_data: dict) -> nodes.paragraph:
@@ -232,41 +244,56 @@ def provenance_note(app: Sphinx, exec_data: dict) -> nodes.paragraph:
     return nodes.paragraph(text, text, classes=["book-provenance"])
 
 
+def pages(env) -> dict[str, dict]:
+    """Per page: whether this build executed it, and how many problems it had."""
+    if not hasattr(env, "book_pages"):
+        env.book_pages = {}
+    return env.book_pages
+
+
 def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     docname = env.docname
     exec_data = NbMetadataCollector.get_exec_data(env, docname)
     if not exec_data:
         return  # not a notebook, or nothing to execute
-    if not hasattr(env, "book_executions"):
-        env.book_executions = {}
-    env.book_executions[docname] = exec_data["mtime"] >= _build_started
+    state = {"executed": exec_data["mtime"] >= _build_started, "problems": 0}
+    pages(env)[docname] = state
     if not exec_data["succeeded"]:
-        report_failed_execution(docname, exec_data, app.config.nb_execution_timeout)
+        report_failed_execution(app, docname, exec_data)
+        state["problems"] = 1
         return
-    check_cells(app, docname, executed_notebook(app, docname))
-    clean_outputs(docname, doctree)
+    state["problems"] += check_cells(app, docname, executed_notebook(app, docname))
+    state["problems"] += clean_outputs(docname, doctree)
     doctree.append(provenance_note(app, exec_data))
+
+
+def reread_pages_with_problems(app: Sphinx, env, added, changed, removed) -> list[str]:
+    # Sphinx re-reads only changed pages, so a page whose cells failed would pass
+    # the next build unread. Reading it again is cheap: its outputs are cached.
+    return [d for d, state in pages(env).items() if state["problems"] and d not in removed]
 
 
 def on_env_before_read_docs(app: Sphinx, env, docnames: list[str]) -> None:
     env.book_read_now = sorted(docnames)
     for docname in docnames:
-        getattr(env, "book_executions", {}).pop(docname, None)
+        pages(env).pop(docname, None)
+
+
+def on_env_purge_doc(app: Sphinx, env, docname: str) -> None:
+    pages(env).pop(docname, None)
 
 
 def on_env_merge_info(app: Sphinx, env, docnames, other) -> None:
-    env.book_executions = {**getattr(env, "book_executions", {}),
-                           **getattr(other, "book_executions", {})}
+    pages(env).update({d: pages(other)[d] for d in docnames if d in pages(other)})
 
 
 def write_executions(app: Sphinx, exception: Exception | None) -> None:
     env = app.env
     read = getattr(env, "book_read_now", [])
-    executions = getattr(env, "book_executions", {})
     report = {
         "read": read,
-        "executed": sorted(d for d in read if executions.get(d)),
+        "executed": sorted(d for d in read if pages(env).get(d, {}).get("executed")),
         "cache": app.config.nb_execution_cache_path,
     }
     Path(app.doctreedir).mkdir(parents=True, exist_ok=True)
@@ -280,4 +307,6 @@ def setup(app: Sphinx) -> None:
     app.connect("env-before-read-docs", on_env_before_read_docs)
     app.connect("doctree-read", on_doctree_read)
     app.connect("env-merge-info", on_env_merge_info)
+    app.connect("env-purge-doc", on_env_purge_doc)
+    app.connect("env-get-outdated", reread_pages_with_problems)
     app.connect("build-finished", write_executions)

@@ -95,9 +95,10 @@ def check_build(app: Sphinx, exception: Exception | None) -> None:
     if exception or app.builder.format != "html":
         return
     own_host = urlsplit(app.config.book_base_url).netloc
-    for rel, what, url in check_site(Path(app.outdir), own_host):
+    outdir = Path(app.outdir)
+    for rel, what, url in check_site(outdir, own_host):
         logger.warning(
-            f"{rel} loads {url} from another host ({what}); the site must work offline",
+            f"{outdir.name}/{rel} loads {url} from another host ({what}); the site must work offline",
             type="book", subtype="offline",
         )
 

@@ -1,0 +1,84 @@
+"""Reading a built site the way a browser and a reader would (used by several tests)."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import snowballstemmer
+
+# searchtools.js splits a query on anything that is not a letter, digit or "_".
+QUERY_SPLIT = re.compile(r"[^\w]+")
+
+
+def load_search_index(site_language_dir: Path) -> dict:
+    text = (site_language_dir / "searchindex.js").read_text(encoding="utf8")
+    return json.loads(text[text.index("(") + 1: text.rindex(")")])
+
+
+def search(site_language_dir: Path, query: str) -> set[str]:
+    """Pages whose text or title holds every word of ``query``, as Sphinx's search finds them."""
+    index = load_search_index(site_language_dir)
+    stemmer = snowballstemmer.stemmer("english")
+    found: set[str] | None = None
+    for word in filter(None, QUERY_SPLIT.split(query.lower().strip())):
+        word = stemmer.stemWord(word)
+        hits: set[int] = set()
+        for table in ("terms", "titleterms"):
+            entry = index[table].get(word, [])
+            hits |= {entry} if isinstance(entry, int) else set(entry)
+        pages = {index["docnames"][i] for i in hits}
+        found = pages if found is None else found & pages
+    return found or set()
+
+
+class VisibleText(HTMLParser):
+    """Interface text of a page: visible text and labelling attributes, skipping
+    code, outputs, scripts, and anything marked as another language."""
+
+    SKIP_TAGS = {"script", "style", "pre", "code", "kbd", "noscript", "svg"}
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+            "source", "track", "wbr"}
+    LABELS = ("title", "aria-label", "placeholder", "alt")
+
+    def __init__(self, language: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.language = language
+        self.stack: list[bool] = []  # per open element: is it skipped?
+        self.texts: list[str] = []
+
+    def skipping(self) -> bool:
+        return any(self.stack)
+
+    def handle_starttag(self, tag, attrs):
+        values = dict(attrs)
+        classes = (values.get("class") or "").split()
+        lang = values.get("lang")
+        skip = (tag in self.SKIP_TAGS or "cell" in classes or "highlight" in classes
+                or (lang is not None and tag != "html" and not lang.startswith(self.language)))
+        if not self.skipping() and not skip:
+            self.texts += [values[a] for a in self.LABELS if values.get(a)]
+        if tag not in self.VOID:
+            self.stack.append(skip)
+
+    def handle_startendtag(self, tag, attrs):
+        if not self.skipping():
+            values = dict(attrs)
+            self.texts += [values[a] for a in self.LABELS if values.get(a)]
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if not self.skipping() and data.strip():
+            self.texts.append(data.strip())
+
+
+def english_words(html_file: Path, language: str, allowed: set[str]) -> set[str]:
+    parser = VisibleText(language)
+    parser.feed(html_file.read_text(encoding="utf8"))
+    words = {w for text in parser.texts for w in re.findall(r"[A-Za-z]{2,}", text)}
+    return words - allowed

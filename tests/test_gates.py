@@ -1,0 +1,100 @@
+"""Every gate of the build fails when it should, naming the page and the cause."""
+
+import importlib.util
+import re
+
+import pytest
+
+
+def warnings_of(output: str) -> list[str]:
+    return [line for line in output.splitlines() if "WARNING" in line]
+
+
+def test_every_unexpected_error_is_reported_with_its_page_and_cell(build_fixture):
+    build = build_fixture("unexpected_errors", "html", "--language", "en")
+    assert build.returncode != 0
+    found = warnings_of(build.output)
+    expected = [
+        ("en/index.md:", "code cell 2 raised ZeroDivisionError: division by zero"),
+        ("en/index.md:", "code cell 3 raised NameError: name 'undefined_name' is not defined"),
+        ("en/other.md:", "code cell 1 raised ValueError: boom"),
+    ]
+    for page, message in expected:
+        assert any(page in line and message in line for line in found), (page, message, found)
+    assert len([line for line in found if "[book.cell_error]" in line]) == 3
+    assert "html FAILED" in build.output
+
+
+def test_a_failing_page_fails_again_when_nothing_changed(build_fixture):
+    first = build_fixture("unexpected_errors", "html", "--language", "en")
+    again = build_fixture("unexpected_errors", "html", "--language", "en")
+    assert first.returncode != 0 and again.returncode != 0
+    assert "code cell 1 raised ValueError: boom" in again.output
+
+
+def test_expected_errors_are_checked_not_assumed(build_fixture):
+    build = build_fixture("expectations", "html", "--language", "en")
+    assert build.returncode != 0
+    found = "\n".join(line for line in warnings_of(build.output) if "en/index.md" in line)
+    assert "code cell 1 was expected to raise RuntimeError ('anything') but raised nothing" in found
+    assert ("code cell 2 was expected to raise RuntimeError ('object') but raised TypeError: "
+            "object of type 'int' has no len()") in found
+    assert ("code cell 3 was expected to raise RuntimeError ('inplace') but raised "
+            "RuntimeError: something else went wrong") in found
+    assert "code cell 4: the 'raises-exception' tag passes even when nothing is raised" in found
+    assert "code cell 5: expect_error must be a mapping with 'type' and 'message'" in found
+    assert "code cell 6" not in found  # raised what it declared
+    assert len(re.findall(r"\[book\.expect_error\]", found)) == 5
+
+
+def test_a_cell_that_never_finishes_fails_after_the_timeout(build_fixture):
+    build = build_fixture("timeout", "html", "--language", "en", sphinx=("-D", "nb_execution_timeout=3"))
+    assert build.returncode != 0
+    assert re.search(r"en/index\.md:\d+: WARNING: a cell ran longer than the 3 s timeout in code cell 2",
+                     build.output), build.output
+
+
+def test_outputs_must_not_show_build_machine_paths(build_fixture):
+    build = build_fixture("output_path", "html", "--language", "en")
+    assert build.returncode != 0
+    assert re.search(r"en/index\.md:\d+: WARNING: an output shows a path of the build machine",
+                     build.output), build.output
+
+
+def test_a_zh_page_whose_code_differs_fails_parity(build_fixture):
+    build = build_fixture("zh_code_differs", "html", "--language", "zh")
+    assert build.returncode != 0
+    assert "parity: docs/zh/index.md code cell 2 differs from en/index.md's at its line 1" in build.output
+
+
+def test_a_page_in_one_language_only_fails_parity(build_fixture):
+    build = build_fixture("one_language", "html", "--language", "zh")
+    assert build.returncode != 0
+    assert "parity: docs/en/extra.md has no zh counterpart (zh/extra.md)" in build.output
+
+
+def test_a_page_that_loads_a_script_from_another_host_fails(build_fixture):
+    build = build_fixture("remote_script", "html", "--language", "en")
+    assert build.returncode != 0
+    assert ("en/index.html loads https://cdn.example.com/tracker.js from another host (<script src>)"
+            in build.output)
+
+
+def test_a_doctest_that_no_longer_holds_fails(build_fixture):
+    build = build_fixture("doctest_mismatch", "doctest", "--language", "en")
+    assert build.returncode != 0
+    assert "Failed example:" in build.output
+    assert "torch.ones(2, requires_grad=True).detach().requires_grad" in build.output
+
+
+def test_cuda_where_there_is_none_stops_before_anything_runs(build_fixture, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    build = build_fixture("good", "html", "--device", "cuda")
+    assert build.returncode == 2
+    assert build.output.strip().splitlines() == [
+        f"error: --device cuda asked for, but torch {torch.__version__} sees no CUDA device here"
+    ]
+    assert not build.cache.exists() and not build.out.exists()

@@ -1,0 +1,113 @@
+"""A small correct book builds, in both languages, the way the real one must."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from book_extensions.offline import check_site
+from book_extensions.execution import EXECUTIONS_FILE
+from conftest import FIXTURES, build_book
+from site_checks import english_words, search
+
+# Words the Chinese interface may show: key names, product names, the torch version.
+ALLOWED_IN_ZH = {"Ctrl", "PyTorch", "torch", "CPU", "GPU", "PDF", "cpu"}  # cpu: in "2.13.0+cpu"
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    build = build_book(FIXTURES / "good" / "docs", tmp_path_factory.mktemp("good"))
+    assert build.returncode == 0, build.output
+    return build
+
+
+def executed(build, language):
+    report = build.out / "cpu" / "doctrees" / language / EXECUTIONS_FILE
+    return json.loads(report.read_text())["executed"]
+
+
+def cell_outputs(html: Path) -> list[str]:
+    return re.findall(r'<div class="cell_output docutils container">(.*?)</div>\n</div>',
+                      html.read_text(encoding="utf8"), re.S)
+
+
+def test_the_second_language_executes_nothing(good):
+    assert executed(good, "en") == ["index", "second"]
+    assert executed(good, "zh") == []
+
+
+def test_outputs_are_clean(good):
+    for language in ("en", "zh"):
+        html = (good.site() / language / "index.html").read_text(encoding="utf8")
+        assert "object at 0x…" in html
+        assert not re.search(r"0x[0-9a-f]{6,}", html)
+        # The warning is printed as readers quote it, without the file that warned.
+        assert "UserWarning: To copy construct from a tensor" in html
+        assert "ipykernel_" not in html and str(good.out) not in html
+        # The expected error is shown.
+        assert "RuntimeError" in html and "modified by an inplace operation" in html
+
+
+def test_two_cold_builds_print_the_same(good, tmp_path):
+    again = build_book(FIXTURES / "good" / "docs", tmp_path, "html", "--language", "en")
+    assert again.returncode == 0, again.output
+    for page in ("index.html", "second.html"):
+        first = cell_outputs(good.site() / "en" / page)
+        assert first and first == cell_outputs(again.site() / "en" / page)
+
+
+def test_every_page_states_its_provenance(good):
+    import torch
+
+    for language, words in (("en", "Outputs on this page were produced by torch"), ("zh", "本页输出于")):
+        for page in ("index.html", "second.html"):
+            html = (good.site() / language / page).read_text(encoding="utf8")
+            assert words in html and torch.__version__ in html and "CPU" in html
+
+
+def test_languages_link_to_each_other(good):
+    for language, lang_attr in (("en", "en"), ("zh", "zh-CN")):
+        for page in ("index", "second"):
+            html = (good.site() / language / f"{page}.html").read_text(encoding="utf8")
+            assert f'<html lang="{lang_attr}"' in html
+            assert f'<link rel="alternate" hreflang="en" href="../en/{page}.html">' in html
+            assert f'<link rel="alternate" hreflang="zh-CN" href="../zh/{page}.html">' in html
+            assert f'<link rel="alternate" hreflang="x-default" href="../en/{page}.html">' in html
+            other = "zh" if language == "en" else "en"
+            assert re.search(rf'<a class="book-language" href="\.\./{other}/{page}\.html"', html)
+
+
+def test_the_root_page_offers_both_languages(good):
+    root = (good.site() / "index.html").read_text(encoding="utf8")
+    assert '<a href="en/index.html" hreflang="en"' in root
+    assert '<a href="zh/index.html" hreflang="zh-CN"' in root
+    assert "navigator.languages" in root
+
+
+def test_chinese_search_finds_chinese_words(good):
+    zh = good.site() / "zh"
+    assert search(zh, "梯度") == {"index"}
+    assert search(zh, "计算图") == {"index"}
+    assert "second" in search(zh, "叶子张量")  # index lists it in its toctree too
+    assert search(zh, "不存在的词") == set()
+
+
+def test_the_chinese_interface_is_chinese(good):
+    for page in ("index.html", "second.html", "search.html", "genindex.html"):
+        assert english_words(good.site() / "zh" / page, "zh", ALLOWED_IN_ZH) == set(), page
+
+
+def test_the_interface_check_would_see_english(good):
+    # The check above is only worth something if it finds English where there is some.
+    assert "Gradients" in english_words(good.site() / "en" / "index.html", "zh", ALLOWED_IN_ZH)
+
+
+def test_the_site_loads_nothing_from_other_hosts(good):
+    assert check_site(good.site()) == []
+
+
+def test_doctests_pass(good):
+    build = build_book(FIXTURES / "good" / "docs", good.out.parent, "doctest")
+    assert build.returncode == 0, build.output
+    assert "[en] doctest ok" in build.output and "[zh] doctest ok" in build.output

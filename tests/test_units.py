@@ -1,0 +1,76 @@
+"""The checks' building blocks, on inline inputs."""
+
+from pathlib import Path
+
+import pytest
+
+from book_extensions import offline, parity
+from book_extensions.execution import ADDRESS, expectation
+
+
+@pytest.mark.parametrize("html, remote", [
+    ('<script src="https://cdn.example.com/a.js"></script>', ["https://cdn.example.com/a.js"]),
+    ('<script src="_static/a.js"></script>', []),
+    ('<link rel="stylesheet" href="//fonts.example.com/f.css">', ["//fonts.example.com/f.css"]),
+    ('<link rel="preload" as="font" href="https://x.example/f.woff2">', ["https://x.example/f.woff2"]),
+    ('<link rel="alternate" hreflang="en" href="https://book.example/en/">', []),
+    ('<link rel="canonical" href="https://book.example/en/">', []),
+    ('<a href="https://pytorch.org/docs/">docs</a>', []),
+    ('<img src="data:image/png;base64,AAAA">', []),
+    ('<img srcset="a.png 1x, https://img.example/b.png 2x">', ["https://img.example/b.png"]),
+    ('<div style="background: url(https://img.example/bg.png)"></div>', ["https://img.example/bg.png"]),
+    ('<style>@import "https://css.example/x.css";</style>', ["https://css.example/x.css"]),
+    ('<iframe src="https://www.youtube.com/embed/x"></iframe>', ["https://www.youtube.com/embed/x"]),
+])
+def test_remote_loads_in_html(tmp_path, html, remote):
+    page = tmp_path / "page.html"
+    page.write_text(f"<html><head></head><body>{html}</body></html>")
+    assert [url for _, url in offline.remote_loads(page)] == remote
+
+
+def test_remote_loads_in_css_and_own_host(tmp_path):
+    css = tmp_path / "a.css"
+    css.write_text("@font-face { src: url('https://fonts.example/x.woff2'); } .a { background: url(img.png) }")
+    assert [url for _, url in offline.remote_loads(css)] == ["https://fonts.example/x.woff2"]
+    page = tmp_path / "p.html"
+    page.write_text('<script src="https://book.example/_static/a.js"></script>')
+    assert offline.remote_loads(page, own_host="book.example") == []
+
+
+FRONT = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
+
+
+def page(tmp_path: Path, name: str, body: str) -> parity.Page:
+    path = tmp_path / name
+    path.write_text(FRONT + body)
+    return parity.read_page(path)
+
+
+def test_parity_ignores_prose_but_not_structure(tmp_path):
+    en = page(tmp_path, "en.md", "# Title\n\n(lab)=\n## Part\n\nWords.\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    zh = page(tmp_path, "zh.md", "# 标题\n\n(lab)=\n## 部分\n\n文字。\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    assert parity.first_difference(zh, en, "en") is None
+    fewer = page(tmp_path, "a.md", "# 标题\n\n(lab)=\n文字。\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    assert parity.first_difference(fewer, en, "en") == "it has 1 headings, en has 2"
+    relabel = page(tmp_path, "b.md", "# 标题\n\n(other)=\n## 部分\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    assert parity.first_difference(relabel, en, "en") == "its labels ['other'] differ from en's ['lab']"
+    tagged = page(tmp_path, "c.md", "# 标题\n\n(lab)=\n## 部分\n\n```{code-cell} ipython3\n:tags: [hide-input]\nx = 1\n```\n")
+    assert parity.first_difference(tagged, en, "en").startswith("code cell 1 has metadata")
+
+
+def test_parity_compares_doctest_blocks(tmp_path):
+    en = page(tmp_path, "en.md", "# T\n\n```{doctest}\n>>> 1 + 1\n2\n```\n")
+    zh = page(tmp_path, "zh.md", "# T\n\n```{doctest}\n>>> 1 + 2\n3\n```\n")
+    assert parity.first_difference(zh, en, "en") == "its doctest blocks differ from en's"
+
+
+def test_expectation_schema():
+    assert expectation({"expect_error": {"type": "RuntimeError", "message": "inplace"}}) == ("RuntimeError", "inplace")
+    assert "non-empty" in expectation({"expect_error": {"type": "RuntimeError"}})
+    assert "unknown keys: match" in expectation({"expect_error": {"type": "E", "message": "m", "match": "x"}})
+    assert "mapping" in expectation({"expect_error": "RuntimeError"})
+
+
+def test_addresses_are_recognised():
+    assert ADDRESS.sub("0x…", "<SigmoidBackward0 object at 0x7f3b2c1d9e80>") == "<SigmoidBackward0 object at 0x…>"
+    assert ADDRESS.sub("0x…", "tensor([0x10])") == "tensor([0x10])"

@@ -40,7 +40,7 @@ class Page:
 
 
 def read_page(path: Path) -> Page:
-    notebook = read_myst_markdown_notebook(path.read_text(encoding="utf8"))
+    notebook = read_myst_markdown_notebook(path.read_text(encoding="utf8"), path=str(path))
     parser = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "deflist"}), RendererHTML)
     code_cells, headings, labels, blocks = [], [], [], []
     for cell in notebook.cells:

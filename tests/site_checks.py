@@ -43,9 +43,10 @@ class VisibleText(HTMLParser):
             "source", "track", "wbr"}
     LABELS = ("title", "aria-label", "placeholder", "alt")
 
-    def __init__(self, language: str) -> None:
+    def __init__(self, language: str, skip_tags: frozenset = frozenset()) -> None:
         super().__init__(convert_charrefs=True)
         self.language = language
+        self.skip_tags = self.SKIP_TAGS | skip_tags
         self.stack: list[bool] = []  # per open element: is it skipped?
         self.texts: list[str] = []
 
@@ -56,7 +57,7 @@ class VisibleText(HTMLParser):
         values = dict(attrs)
         classes = (values.get("class") or "").split()
         lang = values.get("lang")
-        skip = (tag in self.SKIP_TAGS or "cell" in classes or "highlight" in classes
+        skip = (tag in self.skip_tags or "cell" in classes or "highlight" in classes
                 or (lang is not None and tag != "html" and not lang.startswith(self.language)))
         if not self.skipping() and not skip:
             self.texts += [values[a] for a in self.LABELS if values.get(a)]
@@ -77,8 +78,10 @@ class VisibleText(HTMLParser):
             self.texts.append(data.strip())
 
 
-def english_words(html_file: Path, language: str, allowed: set[str]) -> set[str]:
-    parser = VisibleText(language)
+def english_words(html_file: Path, language: str, allowed: set[str],
+                  skip_tags: frozenset = frozenset()) -> set[str]:
+    """Words of two or more Latin letters in the page's interface, less ``allowed``."""
+    parser = VisibleText(language, skip_tags)
     parser.feed(html_file.read_text(encoding="utf8"))
     words = {w for text in parser.texts for w in re.findall(r"[A-Za-z]{2,}", text)}
     return words - allowed

@@ -2,7 +2,7 @@
 
     python -m book_extensions.bench
 
-On a copy of docs/ (with its own output and an empty execution cache, so your
+On a copy of docs/ and examples/ (with its own output and an empty execution cache, so your
 cache and _build/ are untouched), builds both languages four times:
 
 1. cold: nothing cached;
@@ -44,7 +44,7 @@ def build(work: Path) -> tuple[float, dict[str, list[str]], int]:
         report = work / "_build" / "cpu" / "doctrees" / language["code"] / EXECUTIONS_FILE
         executed[language["code"]] = json.loads(report.read_text())["executed"] if report.exists() else ["?"]
     if result.returncode:
-        print(result.stdout[-3000:], result.stderr[-3000:], sep="\n", file=sys.stderr)
+        print(result.stderr[-1500:], file=sys.stderr)
     return took, executed, result.returncode
 
 
@@ -71,6 +71,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="book-bench-") as tmp:
         work = Path(tmp)
         shutil.copytree(ROOT / "docs", work / "docs")
+        shutil.copytree(ROOT / "examples", work / "examples")  # pages :load: programs from here
         page = page_with_code(work / "docs", languages[0])
         steps = [
             ("cold build (empty cache)", lambda: None),

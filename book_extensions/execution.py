@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import re
+import shutil
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -30,7 +31,7 @@ from typing import Any
 
 from docutils import nodes
 from jupyter_cache import get_cache
-from myst_nb.core.read import create_nb_reader
+from myst_nb.core.read import create_nb_reader, is_myst_markdown_notebook
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.config import Config
@@ -103,6 +104,18 @@ def configure_execution(app: Sphinx, config: Config) -> None:
             f"import torch\ntorch.set_default_device({device!r})\n"
             + (config.doctest_global_setup or "")
         )
+
+
+def keep_build_files_out_of_the_site(app: Sphinx) -> None:
+    """Runs after myst-nb's own builder-inited handler.
+
+    myst-nb writes each page's notebook and output files to ``<site>/jupyter_execute``,
+    one folder for every language, inside what gets published. Per-language files
+    belong beside the doctrees. Failure reports of an earlier build go too.
+    """
+    folder = Path(app.doctreedir) / "jupyter_execute"
+    app.env.mystnb_config = app.env.mystnb_config.copy(output_folder=str(folder))
+    shutil.rmtree(Path(app.outdir) / "reports", ignore_errors=True)
 
 
 def source_notebook(app: Sphinx, docname: str):
@@ -254,9 +267,16 @@ def pages(env) -> dict[str, dict]:
 def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     docname = env.docname
+    source = Path(env.doc2path(docname))
+    if source.suffix == ".md" and not is_myst_markdown_notebook(source.read_text(encoding="utf8")):
+        pages(env)[docname] = {"executed": False, "problems": 1}
+        logger.warning("not a MyST notebook: every page starts with front matter that has "
+                       "'file_format: mystnb' and a kernelspec", location=docname,
+                       type="book", subtype="not_notebook")
+        return
     exec_data = NbMetadataCollector.get_exec_data(env, docname)
     if not exec_data:
-        return  # not a notebook, or nothing to execute
+        return  # nothing to execute
     state = {"executed": exec_data["mtime"] >= _build_started, "problems": 0}
     pages(env)[docname] = state
     if not exec_data["succeeded"]:
@@ -304,6 +324,7 @@ def setup(app: Sphinx) -> None:
     app.add_config_value("book_device", os.environ.get("BOOK_DEVICE", "cpu"), "env", str)
     app.add_config_value("book_cache_root", ".jupyter_cache", "", str)
     app.connect("config-inited", configure_execution)
+    app.connect("builder-inited", keep_build_files_out_of_the_site, priority=600)
     app.connect("env-before-read-docs", on_env_before_read_docs)
     app.connect("doctree-read", on_doctree_read)
     app.connect("env-merge-info", on_env_merge_info)

@@ -98,3 +98,17 @@ def test_cuda_where_there_is_none_stops_before_anything_runs(build_fixture, tmp_
         f"error: --device cuda asked for, but torch {torch.__version__} sees no CUDA device here"
     ]
     assert not build.cache.exists() and not build.out.exists()
+
+
+def test_sphinx_warnings_fail_the_build_and_are_all_reported(build_fixture):
+    build = build_fixture("sphinx_warnings", "html", "--language", "en")
+    assert build.returncode != 0
+    found = warnings_of(build.output)
+    expected = [
+        ("en/index.md:10", "undefined label: 'no-such-label'"),
+        ("en/index.md:10", "unknown document: 'missing-page'"),
+        ("en/orphan.md", "document isn't included in any toctree"),
+        ("en/plain.md", "not a MyST notebook"),
+    ]
+    for page, message in expected:
+        assert any(page in line and message in line for line in found), (page, message, found)

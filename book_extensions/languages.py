@@ -44,6 +44,9 @@ def configure_language(app: Sphinx, config: Config) -> None:
             f"language {config.language!r} is built from docs/{entry['code']}/, not {srcdir}"
         )
     config.project = entry["project"]
+    if config.book_base_url:
+        # Sphinx then writes each page's canonical URL.
+        config.html_baseurl = f"{config.book_base_url.rstrip('/')}/{entry['code']}/"
     config.html_title = entry["project"]
     config.templates_path = [*config.templates_path, str(HERE / "templates")]
     config.html_static_path = [*config.html_static_path, str(HERE / "static")]
@@ -104,6 +107,26 @@ def add_language_links(app: Sphinx, pagename, templatename, context, doctree) ->
     context["metatags"] = context.get("metatags", "") + "\n".join(tags) + "\n"
     context["book_alternates"] = links
     context["book_switch_label"] = message(app.config.language, "switch_label")
+
+
+def pages_of_every_language(app: Sphinx) -> list[str]:
+    srcdir = Path(app.srcdir)
+    return sorted(
+        f"{entry['code']}/{path.relative_to(srcdir.parent / entry['code']).as_posix()}"
+        for entry in app.config.book_languages
+        for suffix in app.config.source_suffix
+        for path in (srcdir.parent / entry["code"]).rglob(f"*{suffix}")
+    )
+
+
+def rewrite_when_other_languages_change(app: Sphinx, env, added, changed, removed) -> list[str]:
+    # Each page links to its twins; when a language gains or loses a page, Sphinx
+    # sees no change in this one, so its pages would keep stale links. (Sphinx saves
+    # the environment only when it reads a page: hence "unknown" counts as changed.)
+    now = pages_of_every_language(app)
+    before = getattr(env, "book_language_pages", None)
+    env.book_language_pages = now
+    return sorted(env.found_docs) if before != now else []
 
 
 ROOT_PAGE = """<!DOCTYPE html>
@@ -212,5 +235,6 @@ def setup(app: Sphinx) -> None:
     app.add_config_value("book_base_url", "", "html", str)
     app.connect("config-inited", configure_language)
     app.connect("html-page-context", add_language_links)
+    app.connect("env-get-outdated", rewrite_when_other_languages_change)
     app.connect("build-finished", write_root_page)
     app.add_css_file("book.css")

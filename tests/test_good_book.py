@@ -111,3 +111,21 @@ def test_doctests_pass(good):
     build = build_book(FIXTURES / "good" / "docs", good.out.parent, "doctest")
     assert build.returncode == 0, build.output
     assert "[en] doctest ok" in build.output and "[zh] doctest ok" in build.output
+
+
+def test_the_site_holds_only_the_book(good):
+    site = good.site()
+    assert sorted(p.name for p in site.iterdir()) == ["en", "index.html", "zh"]
+    for language in ("en", "zh"):
+        assert not any((site / language / "_sources").rglob("*"))  # Sphinx leaves it empty
+        assert not (site / language / "reports").exists()
+
+
+def test_no_build_machine_path_is_published(good):
+    from conftest import ROOT
+
+    leaks = [str(ROOT), str(good.out), str(good.cache), "site-packages"]
+    for path in good.site().rglob("*"):
+        if path.is_file() and path.suffix in (".html", ".js", ".css", ".txt", ".py", ".json"):
+            text = path.read_text(encoding="utf8", errors="replace")
+            assert not [leak for leak in leaks if leak in text], path

@@ -14,6 +14,7 @@ from ``docs/<code>/`` into ``<site>/<code>/``. This module
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from pathlib import Path
 
@@ -21,8 +22,11 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.search.zh import SearchChinese
+from sphinx.util import logging
 
 from .messages import message
+
+logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
 ZH_SEARCH_TERMS = "search_terms.zh.txt"
@@ -107,6 +111,25 @@ def add_language_links(app: Sphinx, pagename, templatename, context, doctree) ->
     context["metatags"] = context.get("metatags", "") + "\n".join(tags) + "\n"
     context["book_alternates"] = links
     context["book_switch_label"] = message(app.config.language, "switch_label")
+
+
+CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
+CJK_LINE_BREAK = re.compile(f"[{CJK}]\n(?=[{CJK}])")
+FENCE = re.compile(r"^(```|~~~|:::).*?^\1", re.S | re.M)
+
+
+def cjk_line_breaks(text: str) -> list[int]:
+    """Lines that end inside Chinese prose: the browser would show the break as a space."""
+    prose = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    return [prose.count("\n", 0, m.start()) + 1 for m in CJK_LINE_BREAK.finditer(prose)]
+
+
+def check_cjk_line_breaks(app: Sphinx, docname: str, source: list[str]) -> None:
+    if not app.config.language.startswith(("zh", "ja")):
+        return
+    for line in cjk_line_breaks(source[0]):
+        logger.warning("a line break inside Chinese text shows as a space; join the lines",
+                       location=(docname, line), type="book", subtype="cjk_line_break")
 
 
 def pages_of_every_language(app: Sphinx) -> list[str]:
@@ -234,6 +257,7 @@ def setup(app: Sphinx) -> None:
     app.add_config_value("book_languages", [], "env", list)
     app.add_config_value("book_base_url", "", "html", str)
     app.connect("config-inited", configure_language)
+    app.connect("source-read", check_cjk_line_breaks)
     app.connect("html-page-context", add_language_links)
     app.connect("env-get-outdated", rewrite_when_other_languages_change)
     app.connect("build-finished", write_root_page)

@@ -74,3 +74,10 @@ def test_expectation_schema():
 def test_addresses_are_recognised():
     assert ADDRESS.sub("0x…", "<SigmoidBackward0 object at 0x7f3b2c1d9e80>") == "<SigmoidBackward0 object at 0x…>"
     assert ADDRESS.sub("0x…", "tensor([0x10])") == "tensor([0x10])"
+
+
+def test_line_breaks_inside_chinese_prose_are_found():
+    from book_extensions.languages import cjk_line_breaks
+
+    text = "# 标题\n\n第一行，\n第二行。\n\n```{code-cell} ipython3\nprint('中\\n文')\n```\nEnglish\n代码\n末尾\n"
+    assert cjk_line_breaks(text) == [3, 10]

@@ -10,18 +10,22 @@ def warnings_of(output: str) -> list[str]:
     return [line for line in output.splitlines() if "WARNING" in line]
 
 
+def assert_reported(output: str, expected: list[tuple[str, str]]) -> None:
+    """Each (page, message) pair is in one warning line of the build's output."""
+    found = warnings_of(output)
+    for page, message in expected:
+        assert any(page in line and message in line for line in found), (page, message, found)
+
+
 def test_every_unexpected_error_is_reported_with_its_page_and_cell(build_fixture):
     build = build_fixture("unexpected_errors", "html", "--language", "en")
     assert build.returncode != 0
-    found = warnings_of(build.output)
-    expected = [
+    assert_reported(build.output, [
         ("en/index.md:", "code cell 2 raised ZeroDivisionError: division by zero"),
         ("en/index.md:", "code cell 3 raised NameError: name 'undefined_name' is not defined"),
         ("en/other.md:", "code cell 1 raised ValueError: boom"),
-    ]
-    for page, message in expected:
-        assert any(page in line and message in line for line in found), (page, message, found)
-    assert len([line for line in found if "[book.cell_error]" in line]) == 3
+    ])
+    assert len([line for line in warnings_of(build.output) if "[book.cell_error]" in line]) == 3
     assert "html FAILED" in build.output
 
 
@@ -103,12 +107,9 @@ def test_cuda_where_there_is_none_stops_before_anything_runs(build_fixture, tmp_
 def test_sphinx_warnings_fail_the_build_and_are_all_reported(build_fixture):
     build = build_fixture("sphinx_warnings", "html", "--language", "en")
     assert build.returncode != 0
-    found = warnings_of(build.output)
-    expected = [
+    assert_reported(build.output, [
         ("en/index.md:10", "undefined label: 'no-such-label'"),
         ("en/index.md:10", "unknown document: 'missing-page'"),
         ("en/orphan.md", "document isn't included in any toctree"),
         ("en/plain.md", "not a MyST notebook"),
-    ]
-    for page, message in expected:
-        assert any(page in line and message in line for line in found), (page, message, found)
+    ])

@@ -19,9 +19,9 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import sys
 import re
 import shutil
+import sys
 import tempfile
 import time
 from datetime import datetime, timezone

@@ -96,9 +96,13 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     # so one build reports every unexpected (or missing) error of every page.
     config.nb_execution_allow_errors = True
     config.nb_execution_raise_on_error = False
-    # Kernels inherit the environment of the process that starts them.
+    # Kernels inherit the environment of the process that starts them; the
+    # repository on their path lets pages draw figures with book_extensions.figures.
     os.environ["PYTHONSTARTUP"] = str(KERNEL_STARTUP)
     os.environ["BOOK_DEVICE"] = device
+    root = str(Path(__file__).resolve().parent.parent)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join([root, *[p for p in paths if p != root]])
     if device != "cpu":
         config.doctest_global_setup = (
             f"import torch\ntorch.set_default_device({device!r})\n"

@@ -81,3 +81,21 @@ def test_line_breaks_inside_chinese_prose_are_found():
 
     text = "# 标题\n\n第一行，\n第二行。\n\n```{code-cell} ipython3\nprint('中\\n文')\n```\nEnglish\n代码\n末尾\n"
     assert cjk_line_breaks(text) == [3, 10]
+
+
+def test_graph_figures_come_from_the_real_graph_and_are_deterministic():
+    import torch
+
+    from book_extensions.figures import autograd_graph, record_graph
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    out = a.sigmoid()
+    c = out.detach()
+    graph = record_graph({"a": a, "out": out, "c": c})
+    labels = {n: graph.nodes[n]["label"] for n in graph.nodes}
+    sigmoid = next(n for n, label in labels.items() if label == "SigmoidBackward0")
+    assert set(graph.edges) == {("a", sigmoid), (sigmoid, "out")}
+    assert graph.degree("c") == 0  # the detached tensor stands alone
+    first = autograd_graph(a=a, out=out, c=c).data
+    assert first == autograd_graph(a=a, out=out, c=c).data
+    assert "SigmoidBackward0" not in first or "<svg" in first

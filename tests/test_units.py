@@ -98,4 +98,4 @@ def test_graph_figures_come_from_the_real_graph_and_are_deterministic():
     assert graph.degree("c") == 0  # the detached tensor stands alone
     first = autograd_graph(a=a, out=out, c=c).data
     assert first == autograd_graph(a=a, out=out, c=c).data
-    assert "SigmoidBackward0" not in first or "<svg" in first
+    assert first.lstrip().startswith(("<?xml", "<svg"))

@@ -10,6 +10,7 @@ links (``<a href>``, ``rel=alternate|canonical``) are navigation, not loads.
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -81,13 +82,27 @@ def remote_loads(path: Path, own_host: str = "") -> list[tuple[str, str]]:
     return [(what, url) for what, url in found if is_remote(url, own_host)]
 
 
-def check_site(outdir: Path, own_host: str = "") -> list[tuple[str, str, str]]:
-    """(file relative to outdir, what, url) for every remote load in a built site."""
+def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None) -> list[tuple[str, str, str]]:
+    """(file relative to outdir, what, url) for every remote load in a built site.
+
+    ``known_clean`` maps files found clean before to their (mtime, size); those are
+    skipped while unchanged, and the map is updated in place.
+    """
     problems = []
+    known_clean = {} if known_clean is None else known_clean
     for path in sorted(outdir.rglob("*")):
         if path.suffix in (".html", ".css") and path.is_file():
             rel = path.relative_to(outdir).as_posix()
-            problems += [(rel, what, url) for what, url in remote_loads(path, own_host)]
+            stat = path.stat()
+            stamp = [stat.st_mtime_ns, stat.st_size]
+            if known_clean.get(rel) == stamp:
+                continue
+            found = [(rel, what, url) for what, url in remote_loads(path, own_host)]
+            if found:
+                known_clean.pop(rel, None)
+            else:
+                known_clean[rel] = stamp
+            problems += found
     return problems
 
 
@@ -96,7 +111,16 @@ def check_build(app: Sphinx, exception: Exception | None) -> None:
         return
     own_host = urlsplit(app.config.book_base_url).netloc
     outdir = Path(app.outdir)
-    for rel, what, url in check_site(outdir, own_host):
+    # Scanning every page takes longer than a build that changed nothing; a page
+    # is scanned again when it is rewritten, and until it is clean.
+    record = Path(app.doctreedir) / f"book-offline-clean-{own_host or 'relative'}.json"
+    try:
+        known_clean = json.loads(record.read_text())
+    except (OSError, ValueError):
+        known_clean = {}
+    problems = check_site(outdir, own_host, known_clean)
+    record.write_text(json.dumps(known_clean))
+    for rel, what, url in problems:
         logger.warning(
             f"{outdir.name}/{rel} loads {url} from another host ({what}); the site must work offline",
             type="book", subtype="offline",

@@ -12,6 +12,7 @@ and on its own: ``python -m book_extensions.parity docs``.
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,14 +108,34 @@ def compare(docs: Path, language: str, reference: str, suffix: str = ".md") -> l
     return problems
 
 
+def stamps(*folders: Path) -> list:
+    return sorted([p.as_posix(), p.stat().st_mtime_ns, p.stat().st_size]
+                  for folder in folders for p in folder.rglob("*.md"))
+
+
 def check_build(app: Sphinx) -> None:
     languages = app.config.book_languages
     srcdir = Path(app.srcdir)
     reference = languages[0]["code"]
     if srcdir.name == reference:
         return
-    for page, problem in compare(srcdir.parent, srcdir.name, reference):
+    # Reading every page of two languages costs more than a build that changed
+    # nothing: skip while no page changed since a comparison that found no problem.
+    record = Path(app.doctreedir) / "book-parity-clean.json"
+    now = stamps(srcdir, srcdir.parent / reference)
+    try:
+        if json.loads(record.read_text()) == now:
+            return
+    except (OSError, ValueError):
+        pass
+    problems = compare(srcdir.parent, srcdir.name, reference)
+    for page, problem in problems:
         logger.warning(f"parity: docs/{page} {problem}", type="book", subtype="parity")
+    if problems:
+        record.unlink(missing_ok=True)
+    else:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps(now))
 
 
 def setup(app: Sphinx) -> None:

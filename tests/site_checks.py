@@ -18,12 +18,21 @@ def load_search_index(site_language_dir: Path) -> dict:
     return json.loads(text[text.index("(") + 1: text.rindex(")")])
 
 
+def stopwords(site_language_dir: Path) -> set[str]:
+    text = (site_language_dir / "_static" / "language_data.js").read_text(encoding="utf8")
+    match = re.search(r"stopwords = new Set\((\[.*?\])\)", text, re.S)
+    return set(json.loads(match.group(1))) if match else set()
+
+
 def search(site_language_dir: Path, query: str) -> set[str]:
     """Pages whose text or title holds every word of ``query``, as Sphinx's search finds them."""
     index = load_search_index(site_language_dir)
     stemmer = snowballstemmer.stemmer("english")
+    skip = stopwords(site_language_dir)
     found: set[str] | None = None
     for word in filter(None, QUERY_SPLIT.split(query.lower().strip())):
+        if word in skip or word.isdigit():
+            continue  # searchtools.js drops these too
         word = stemmer.stemWord(word)
         hits: set[int] = set()
         for table in ("terms", "titleterms"):

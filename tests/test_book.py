@@ -1,5 +1,6 @@
 """The real book passes every gate, in both languages."""
 
+import html
 import json
 import re
 
@@ -60,3 +61,40 @@ def test_the_chinese_interface_is_chinese(book):
     allowed = ALLOWED_IN_ZH | heading_words()
     for page in sorted((book.site() / "zh").glob("*.html")):
         assert english_words(page, "zh", allowed, frozenset({"section"})) == set(), page.name
+
+
+# A phrase of each message in the error atlas, as a reader would paste it.
+ATLAS_MESSAGES = [
+    "one of the variables needed for gradient computation has been modified by an inplace operation",
+    "element 0 of tensors does not require grad and does not have a grad_fn",
+    "Can't call numpy() on Tensor that requires grad",
+    "a leaf Variable that requires grad is being used in an in-place operation",
+    "a view of a leaf Variable that requires grad is being used in an in-place operation",
+    "Trying to backward through the graph a second time",
+    "Can't detach views in-place",
+    "Inference tensors cannot be saved for backward",
+    "Inplace update to inference tensor outside InferenceMode is not allowed",
+    "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed",
+    "you can only change requires_grad flags of leaf variables",
+    "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone()",
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
+    "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior",
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled",
+    "grad can be implicitly created only for scalar outputs",
+]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("message", ATLAS_MESSAGES, ids=lambda m: m[:40])
+def test_searching_an_error_message_finds_the_error_atlas(book, language, message):
+    assert "error-atlas" in search(book.site() / language, message)
+
+
+def test_every_atlas_message_is_printed_by_torch_on_the_atlas_page(book):
+    # The phrases above must be torch's own words, as executed, not typed in prose.
+    for language in ("en", "zh"):
+        page = (book.site() / language / "error-atlas.html").read_text(encoding="utf8")
+        blocks = " ".join(re.findall(r"<pre>(.*?)</pre>", page, re.S))  # code and outputs
+        text = html.unescape(re.sub(r"<[^>]+>", "", blocks))
+        for message in ATLAS_MESSAGES:
+            assert message in text, (language, message)

@@ -25,9 +25,12 @@ class Build:
 
 
 def build_book(docs: Path, work: Path, builder: str = "html", *options: str,
-               sphinx: tuple[str, ...] = ()) -> Build:
-    """Build ``docs`` like ``nox -s docs`` does, into ``work``; output is stdout + stderr."""
-    out, cache = work / "_build", work / "cache"
+               sphinx: tuple[str, ...] = (), cache: Path | None = None) -> Build:
+    """Build ``docs`` like ``nox -s docs`` does, into ``work``; output is stdout + stderr.
+
+    The execution cache is ``work/cache`` unless ``cache`` names another one.
+    """
+    out, cache = work / "_build", cache or work / "cache"
     command = [sys.executable, "-m", "book_extensions.build", builder, "-q",
                "--docs", str(docs), "--out", str(out), "--cache-root", str(cache), *options]
     if sphinx:

@@ -20,7 +20,8 @@ ALLOWED_IN_ZH = {"Ctrl", "PyTorch", "torch", "CPU", "GPU", "PDF", "cpu"}
 @pytest.fixture(scope="module")
 def book(tmp_path_factory):
     work = tmp_path_factory.mktemp("book")
-    build = build_book(ROOT / "docs", work)
+    # The book's own cache, as `nox -s docs` uses it: `nox -s doctest` then runs warm.
+    build = build_book(ROOT / "docs", work, cache=ROOT / ".jupyter_cache")
     assert build.returncode == 0, build.output
     return build
 

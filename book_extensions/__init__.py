@@ -7,7 +7,8 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.execution`: the kernel's device, the execution cache, checks on every
   executed cell, clean outputs and each page's provenance line;
 - :mod:`.parity`: the two languages have the same pages, code and structure;
-- :mod:`.offline`: the built site loads nothing from other hosts.
+- :mod:`.offline`: the built site loads nothing from other hosts;
+- :mod:`.devices`: CPU and CUDA records and their comparison page.
 """
 
 from sphinx.application import Sphinx
@@ -15,8 +16,8 @@ from sphinx.application import Sphinx
 
 def setup(app: Sphinx) -> dict:
     # Imported here so that ``python -m book_extensions.<tool>`` imports only what it needs.
-    from . import execution, languages, offline, parity
+    from . import devices, execution, languages, offline, parity
 
-    for module in (languages, execution, parity, offline):
+    for module in (languages, execution, parity, offline, devices):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

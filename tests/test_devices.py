@@ -1,0 +1,90 @@
+"""Comparing CPU and CUDA records: what is expected to differ, and what must fail."""
+
+import json
+
+import pytest
+
+from book_extensions import devices
+
+
+def record(torch="2.13.0+cpu", **pages):
+    return {"device": "x", "device_name": "X", "torch": torch, "cuda": None, "python": "3",
+            "date": "2026-11-30",
+            "pages": {page: [{"source": digest, "outputs": outputs} for digest, outputs in cells]
+                      for page, cells in pages.items()}}
+
+
+def differences(cpu_outputs, cuda_outputs, cuda_torch="2.13.0+cu130"):
+    cpu = record(page=[("s1", cpu_outputs)])
+    cuda = record(torch=cuda_torch, page=[("s1", cuda_outputs)])
+    return devices.compare(cpu, cuda)
+
+
+@pytest.mark.parametrize("cpu, cuda", [
+    (["tensor([0.7311, 0.8808], grad_fn=<SigmoidBackward0>)\n"],
+     ["tensor([0.7311, 0.8808], device='cuda:0', grad_fn=<SigmoidBackward0>)\n"]),
+    (["RuntimeError: modified by an inplace operation: [torch.FloatTensor [3]], which is output 0 of Sigmoid"],
+     ["RuntimeError: modified by an inplace operation: [torch.cuda.FloatTensor [3]], which is output 0 of Sigmoid"]),
+    (["tensor([0.1966, 0.1050])\n"], ["tensor([0.1967, 0.1050])\n"]),  # last printed digit
+    (["cpu\n"], ["cuda:0\n"]),
+])
+def test_expected_differences_are_normalised(cpu, cuda):
+    assert differences(cpu, cuda) == []
+
+
+@pytest.mark.parametrize("cpu, cuda, detail", [
+    (["True\n"], ["RuntimeError: boom"], "RuntimeError only on CUDA"),
+    (["RuntimeError: x"], ["TypeError: can't convert cuda:0 device type tensor to numpy"],
+     "CPU raised RuntimeError, CUDA raised TypeError"),
+    (["True None\n"], ["False None\n"], "CPU printed 'True None', CUDA printed 'False None'"),
+    (["SigmoidBackward0\n"], ["MulBackward0\n"], "CPU printed 'SigmoidBackward0', CUDA printed 'MulBackward0'"),
+    (["0 1\n"], ["0 2\n"], "CPU 1 against CUDA 2"),  # version counts
+    (["tensor([0.1966])\n"], ["tensor([0.2100])\n"], "CPU 0.1966 against CUDA 0.2100"),
+])
+def test_behaviour_differences_fail(cpu, cuda, detail):
+    found = differences(cpu, cuda)
+    assert [d.detail for d in found] == [detail]
+    assert all(d.fails for d in found)
+
+
+def test_message_wording_counts_only_when_torch_versions_match():
+    cpu = ["RuntimeError: one wording"]
+    cuda = ["RuntimeError: another wording"]
+    assert differences(cpu, cuda, cuda_torch="2.14.1+cu130") == []
+    assert [d.kind for d in differences(cpu, cuda, cuda_torch="2.13.0+cu130")] == ["behaviour"]
+
+
+def test_changed_code_makes_cells_stale_not_failing():
+    cpu = record(page=[("new", ["1\n"])])
+    cuda = record(torch="2.13.0+cu130", page=[("old", ["1\n"])])
+    found = devices.compare(cpu, cuda, digests={"page": ["new"]})
+    assert [(d.kind, d.fails) for d in found] == [("missing", False), ("stale", False)]
+
+
+def test_compare_command(tmp_path, capsys):
+    (tmp_path / "cpu.json").write_text(json.dumps(record(page=[("s", ["True\n"])])))
+    assert devices.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
+    assert "No CUDA run is recorded yet" in capsys.readouterr().out
+    (tmp_path / "cuda.json").write_text(json.dumps(record(torch="2.13.0+cu130", page=[("s", ["False\n"])])))
+    assert devices.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 1
+    assert "1 behaviour differences" in capsys.readouterr().out
+
+
+def test_the_comparison_page_shows_the_runs_and_the_differences(build_fixture, tmp_path):
+
+    results = tmp_path / "results"
+    results.mkdir()
+    digest = devices.source_digest("print(True)")
+    cpu = record(index=[(digest, ["True\n"])])
+    cuda = record(torch="2.13.0+cu130", index=[(digest, ["False\n"])])
+    cuda.update(device_name="NVIDIA H200", cuda="13.0")
+    (results / "cpu.json").write_text(json.dumps(cpu))
+    (results / "cuda.json").write_text(json.dumps(cuda))
+    build = build_fixture("device_page", "html", sphinx=("-D", f"book_results_dir={results}"))
+    assert build.returncode == 0, build.output
+    en = (build.site() / "en" / "index.html").read_text(encoding="utf8")
+    zh = (build.site() / "zh" / "index.html").read_text(encoding="utf8")
+    assert "CUDA run: NVIDIA H200, torch 2.13.0+cu130, CUDA 13.0, 2026-11-30." in en
+    assert "1 code cells compared; 1 behave differently on the two devices." in en
+    assert "CPU printed ‘True’, CUDA printed ‘False’" in en  # Sphinx's smart quotes
+    assert "共比较了 1 个代码单元，其中 1 个在两种设备上的行为不同。" in zh

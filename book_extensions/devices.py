@@ -26,7 +26,6 @@ import platform
 import re
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,11 +82,13 @@ def record(device: str, cache_dir: Path, docs: Path) -> dict:
 
     cache = get_cache(str(cache_dir))
     pages = {}
+    executed_at = []
     for page, notebook in book_notebooks(docs):
         cells = [c for c in notebook.cells if c.cell_type == "code"]
         if not cells:
             continue
         try:
+            executed_at.append(cache.match_cache_notebook(notebook).created)
             _, executed = cache.merge_match_into_notebook(notebook)
         except KeyError:
             raise SystemExit(f"error: docs/en/{page}.md has no {device} execution in {cache_dir}; build first")
@@ -103,7 +104,9 @@ def record(device: str, cache_dir: Path, docs: Path) -> dict:
         "torch": torch.__version__,
         "cuda": torch.version.cuda if device == "cuda" else None,
         "python": platform.python_version(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        # When the newest of these outputs was produced, so rebuilding from the
+        # cache rewrites the record unchanged.
+        "date": max(executed_at).strftime("%Y-%m-%d") if executed_at else None,
         "pages": pages,
     }
 

@@ -273,8 +273,14 @@ class DeviceComparison(SphinxDirective):
         language = self.config.language
         results = Path(self.env.app.confdir, self.config.book_results_dir)
         docs = Path(self.env.srcdir).parent
+        # Re-read when a record or any page's code changes. Sphinx counts a missing
+        # file as changed on every build; records_appeared() covers those instead.
         for path in [results / "cpu.json", results / "cuda.json", *sorted((docs / "en").rglob("*.md"))]:
-            self.env.note_dependency(str(path))  # re-read when a record or any code changes
+            if path.exists():
+                self.env.note_dependency(str(path))
+        if not hasattr(self.env, "book_comparison_docs"):
+            self.env.book_comparison_docs = set()
+        self.env.book_comparison_docs.add(self.env.docname)
         cpu, cuda = load(results / "cpu.json"), load(results / "cuda.json")
         say = lambda key, **values: nodes.paragraph("", message(language, key).format(**values))  # noqa: E731
         if cpu is None or cuda is None:
@@ -297,6 +303,24 @@ class DeviceComparison(SphinxDirective):
         return out
 
 
+def records_appeared(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """Pages with the comparison, when a record file appeared or went since the last build."""
+    results = Path(app.confdir, app.config.book_results_dir)
+    present = sorted(p.name for p in results.glob("*.json"))
+    before = getattr(env, "book_records_present", None)
+    env.book_records_present = present
+    if before == present:  # None (not yet saved) counts as changed, as in languages.py
+        return []
+    return sorted(getattr(env, "book_comparison_docs", set()))
+
+
+def merge_comparison_docs(app: Sphinx, env, docnames, other) -> None:
+    env.book_comparison_docs = getattr(env, "book_comparison_docs", set()) | getattr(
+        other, "book_comparison_docs", set())
+
+
 def setup(app: Sphinx) -> None:
     app.add_config_value("book_results_dir", "results", "env", str)
     app.add_directive("device-comparison", DeviceComparison)
+    app.connect("env-get-outdated", records_appeared)
+    app.connect("env-merge-info", merge_comparison_docs)

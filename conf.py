@@ -14,8 +14,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 extensions = [
     "myst_nb",
     "sphinx.ext.doctest",
+    "sphinx_copybutton",
     "book_extensions",
 ]
+
+# The copy button copies a cell's code (or a doctest's input), never its output.
+copybutton_selector = "div.cell_input div.highlight pre, div.doctest div.highlight pre"
+copybutton_prompt_text = r">>> |\.\.\. "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
 
 # The languages of the book, in the order the language switch lists them.
 # "code" is the folder under docs/ and in the built site; the first is the default.
@@ -45,6 +52,8 @@ html_theme_options = {
     "show_toc_level": 2,
     "use_download_button": False,
 }
+# Follow the reader's system colours; unset, the theme logs an error in the console.
+html_context = {"default_mode": "auto"}
 html_last_updated_fmt = None
 html_copy_source = False
 html_show_sourcelink = False

@@ -222,6 +222,11 @@ class LazyChineseSearch(SearchChinese):
     every word, so an index without "t" finds nothing.
     """
 
+    # Sphinx 9.0 names the browser's stemmer after language_name ("ChineseStemmer"),
+    # but ships the English one for Chinese: without this, search.html and every
+    # page's search box fail with "ChineseStemmer is not defined".
+    language_name = "English"
+
     def __init__(self, options: dict[str, str]) -> None:
         self._user_dict = options.get("dict")
         super().__init__({"dict": ""})  # an empty path: the parent loads nothing
@@ -268,3 +273,4 @@ def setup(app: Sphinx) -> None:
     app.connect("env-get-outdated", rewrite_when_other_languages_change)
     app.connect("build-finished", write_root_page)
     app.add_css_file("book.css")
+    app.add_js_file("book.js", loading_method="defer")

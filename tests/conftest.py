@@ -44,3 +44,13 @@ def build_fixture(tmp_path):
     def build(name: str, builder: str = "html", *options: str, sphinx: tuple[str, ...] = ()) -> Build:
         return build_book(FIXTURES / name / "docs", tmp_path, builder, *options, sphinx=sphinx)
     return build
+
+
+@pytest.fixture(scope="session")
+def book(tmp_path_factory):
+    """The real book, both languages, built once per test run."""
+    work = tmp_path_factory.mktemp("book")
+    # The book's own cache, as `nox -s docs` uses it: `nox -s doctest` then runs warm.
+    build = build_book(ROOT / "docs", work, cache=ROOT / ".jupyter_cache")
+    assert build.returncode == 0, build.output
+    return build

@@ -9,21 +9,12 @@ import pytest
 from book_extensions import parity
 from book_extensions.execution import EXECUTIONS_FILE
 from book_extensions.offline import check_site
-from conftest import ROOT, build_book
+from conftest import ROOT
 from site_checks import english_words, search
 
 pytestmark = pytest.mark.book
 
 ALLOWED_IN_ZH = {"Ctrl", "PyTorch", "torch", "CPU", "GPU", "PDF", "cpu"}
-
-
-@pytest.fixture(scope="module")
-def book(tmp_path_factory):
-    work = tmp_path_factory.mktemp("book")
-    # The book's own cache, as `nox -s docs` uses it: `nox -s doctest` then runs warm.
-    build = build_book(ROOT / "docs", work, cache=ROOT / ".jupyter_cache")
-    assert build.returncode == 0, build.output
-    return build
 
 
 def test_both_languages_have_the_same_structure():

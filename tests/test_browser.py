@@ -1,0 +1,152 @@
+"""The built book in a real browser: Debian's Chromium, driven by Playwright.
+
+The site is served on 127.0.0.1; every request to any other host is blocked and
+counted as a failure. Screenshots land in _build/screenshots/ as artifacts.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.book
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def site(book):
+    handler = functools.partial(QuietHandler, directory=str(book.site()))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, site):
+    context = browser.new_context(base_url=site)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site)
+    page = context.new_page()
+    page.problems = []
+    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
+    page.on("pageerror", lambda e: page.problems.append(f"page error: {e}"))
+
+    def only_local(route):
+        if route.request.url.startswith(site):
+            route.continue_()
+        else:
+            page.problems.append(f"request to {route.request.url}")
+            route.abort()
+
+    page.route("**/*", only_local)
+    yield page
+    context.close()
+
+
+def pages(book, language):
+    skip = {"genindex.html", "search.html"}
+    return sorted(p.name for p in (book.site() / language).glob("*.html") if p.name not in skip)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_page_loads_cleanly_and_only_from_this_site(book, page, language):
+    for name in pages(book, language):
+        page.goto(f"/{language}/{name}", wait_until="networkidle")
+        assert page.problems == [], (name, page.problems)
+
+
+def test_the_language_switch_keeps_the_page_and_the_section(page):
+    page.goto("/en/detach.html#detach-numpy", wait_until="networkidle")
+    page.click(".book-language-switch a[hreflang='zh-CN']")
+    page.wait_for_url("**/zh/detach.html#detach-numpy")
+    assert page.locator("html").get_attribute("lang") == "zh-CN"
+    page.click(".book-language-switch a[hreflang='en']")
+    page.wait_for_url("**/en/detach.html#detach-numpy")
+
+
+@pytest.mark.parametrize("language, query, expected", [
+    ("en", "detach", "detach.html"),
+    ("en", "inplace", "error-atlas.html"),
+    ("en", "numpy()", "detach.html"),
+    ("zh", "梯度", "autograd-basics.html"),
+    ("zh", "版本计数器", "autograd-basics.html"),
+    ("zh", "原地操作", "debugging-in-place.html"),
+    ("en", "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.", "error-atlas.html"),
+    ("zh", "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.", "error-atlas.html"),
+])
+def test_search_finds_the_chapter(page, language, query, expected):
+    page.goto(f"/{language}/search.html?q={query}", wait_until="networkidle")
+    page.wait_for_selector("#search-results ul.search li", timeout=15000)
+    found = page.locator("#search-results ul.search li a").evaluate_all("links => links.map(a => a.href)")
+    assert any(href.split("?")[0].split("#")[0].endswith(f"/{expected}") for href in found), found[:10]
+
+
+def test_the_copy_button_copies_code_without_outputs(page):
+    page.goto("/en/article.html", wait_until="networkidle")
+    cell = page.locator("div.cell").nth(1)
+    code = cell.locator("div.cell_input pre").inner_text()
+    cell.locator("div.cell_input").hover()
+    cell.locator("div.cell_input button.copybtn").click()
+    output = cell.locator("div.cell_output").inner_text()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.strip() == code.strip()
+    assert output.strip() and output.strip() not in copied  # the output is not copied
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_nothing_scrolls_sideways_on_a_phone(browser, site, book, language):
+    context = browser.new_context(base_url=site, viewport={"width": 375, "height": 800})
+    page = context.new_page()
+    for name in pages(book, language):
+        page.goto(f"/{language}/{name}", wait_until="networkidle")
+        width = page.evaluate("document.scrollingElement.scrollWidth")
+        assert width <= 375, (name, width)
+    context.close()
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_screenshots_of_key_pages(browser, site, language, mode):
+    context = browser.new_context(base_url=site, viewport={"width": 1280, "height": 900}, color_scheme=mode)
+    page = context.new_page()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for name in ("index", "article", "cheat-sheet", "error-atlas"):
+        page.goto(f"/{language}/{name}.html", wait_until="networkidle")
+        theme = page.locator("html").get_attribute("data-theme")
+        assert theme == mode, (name, theme)
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        dark = sum(int(c) for c in background[background.index("(") + 1:-1].split(",")[:3]) < 3 * 96
+        assert dark == (mode == "dark"), (name, background)
+        page.screenshot(path=str(SCREENSHOTS / f"{language}-{name}-{mode}.png"), full_page=False)
+    context.close()

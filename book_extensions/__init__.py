@@ -8,7 +8,8 @@ Each module handles one concern and has its own ``setup``:
   executed cell, clean outputs and each page's provenance line;
 - :mod:`.parity`: the two languages have the same pages, code and structure;
 - :mod:`.offline`: the built site loads nothing from other hosts;
-- :mod:`.devices`: CPU and CUDA records and their comparison page.
+- :mod:`.devices`: CPU and CUDA records and their comparison page;
+- :mod:`.site`: Open Graph tags, 404 page, robots.txt and sitemap.xml.
 """
 
 from sphinx.application import Sphinx
@@ -16,8 +17,8 @@ from sphinx.application import Sphinx
 
 def setup(app: Sphinx) -> dict:
     # Imported here so that ``python -m book_extensions.<tool>`` imports only what it needs.
-    from . import devices, execution, languages, offline, parity
+    from . import devices, execution, languages, offline, parity, site
 
-    for module in (languages, execution, parity, offline, devices):
+    for module in (languages, execution, parity, offline, devices, site):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

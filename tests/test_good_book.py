@@ -115,7 +115,7 @@ def test_doctests_pass(good):
 
 def test_the_site_holds_only_the_book(good):
     site = good.site()
-    assert sorted(p.name for p in site.iterdir()) == ["en", "index.html", "zh"]
+    assert sorted(p.name for p in site.iterdir()) == ["404.html", "en", "index.html", "robots.txt", "zh"]
     for language in ("en", "zh"):
         assert not any((site / language / "_sources").rglob("*"))  # Sphinx leaves it empty
         assert not (site / language / "reports").exists()
@@ -129,3 +129,25 @@ def test_no_build_machine_path_is_published(good):
         if path.is_file() and path.suffix in (".html", ".js", ".css", ".txt", ".py", ".json"):
             text = path.read_text(encoding="utf8", errors="replace")
             assert not [leak for leak in leaks if leak in text], path
+
+
+def test_pages_are_shareable_and_the_site_findable(tmp_path):
+    build = build_book(FIXTURES / "good" / "docs", tmp_path, "html",
+                       sphinx=("-D", "book_base_url=https://book.example/ctg"))
+    assert build.returncode == 0, build.output
+    site = build.site()
+    zh = (site / "zh" / "second.html").read_text(encoding="utf8")
+    assert '<link rel="canonical" href="https://book.example/ctg/zh/second.html" />' in zh
+    assert '<meta property="og:url" content="https://book.example/ctg/zh/second.html">' in zh
+    assert '<meta property="og:locale" content="zh_CN">' in zh
+    assert '<meta property="og:title" content="叶子张量">' in zh
+    sitemap = (site / "sitemap.xml").read_text(encoding="utf8")
+    assert sitemap.count("<url>") == 4
+    assert ('<loc>https://book.example/ctg/zh/second.html</loc>\n'
+            '    <xhtml:link rel="alternate" hreflang="en" href="https://book.example/ctg/en/second.html"/>\n'
+            '    <xhtml:link rel="alternate" hreflang="zh-CN" href="https://book.example/ctg/zh/second.html"/>\n'
+            '    <xhtml:link rel="alternate" hreflang="x-default" href="https://book.example/ctg/en/second.html"/>') in sitemap
+    assert "Sitemap: https://book.example/ctg/sitemap.xml" in (site / "robots.txt").read_text()
+    not_found = (site / "404.html").read_text(encoding="utf8")
+    assert 'href="https://book.example/ctg/zh/index.html">回到本书首页' in not_found
+    assert 'href="https://book.example/ctg/en/index.html">Go to the start of the book' in not_found

@@ -1,0 +1,118 @@
+"""What makes the site findable and shareable.
+
+- Open Graph tags on every page (title, description, locale, and the URL when
+  ``book_base_url`` is set);
+- at the site root, beside the language chooser: a bilingual ``404.html``,
+  ``robots.txt`` and, when ``book_base_url`` is set (a sitemap needs absolute
+  URLs), ``sitemap.xml`` with every page's ``hreflang`` alternates.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+
+from .languages import current_language
+
+
+def description(doctree: nodes.document | None, limit: int = 200) -> str:
+    """The page's first paragraph, as plain text, cut at a word."""
+    if doctree is None:
+        return ""
+    texts = [re.sub(r"\s+", " ", p.astext()).strip() for p in doctree.findall(nodes.paragraph)
+             if "book-provenance" not in p["classes"]]
+    text = next((t for t in texts if len(t) > 40), texts[0] if texts else "")
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
+
+
+def add_open_graph(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    language = current_language(app.config)
+    tags = {
+        "og:type": "article",
+        "og:site_name": app.config.project,
+        "og:title": re.sub(r"<[^>]+>", "", context.get("title") or app.config.project),
+        "og:description": description(doctree),
+        "og:locale": language["hreflang"].replace("-", "_"),
+    }
+    base = app.config.book_base_url.rstrip("/")
+    if base:
+        tags["og:url"] = f"{base}/{language['code']}/{pagename}.html"
+    meta = "".join(f'<meta property="{k}" content="{escape(v)}">\n' for k, v in tags.items() if v)
+    if tags["og:description"]:
+        meta += f'<meta name="description" content="{escape(tags["og:description"])}">\n'
+    context["metatags"] = context.get("metatags", "") + meta
+
+
+NOT_FOUND = """<!DOCTYPE html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>404 · {title}</title>
+</head>
+<body>
+{sections}
+</body>
+</html>
+"""
+NOT_FOUND_TEXT = {
+    "en": ("This page does not exist.", "Go to the start of the book"),
+    "zh_CN": ("没有这个页面。", "回到本书首页"),
+}
+
+
+def pages(srcdir: Path, suffixes) -> list[str]:
+    return sorted(p.relative_to(srcdir).with_suffix("").as_posix()
+                  for suffix in suffixes for p in srcdir.rglob(f"*{suffix}"))
+
+
+def sitemap(base: str, languages: list[dict], docs: Path, suffixes) -> str:
+    by_language = {lang["code"]: set(pages(docs / lang["code"], suffixes)) for lang in languages}
+    entries = []
+    for lang in languages:
+        for page in sorted(by_language[lang["code"]]):
+            links = [(other["hreflang"], f"{base}/{other['code']}/{page}.html")
+                     for other in languages if page in by_language[other["code"]]]
+            links.append(("x-default", f"{base}/{languages[0]['code']}/{page}.html"))
+            alternates = "".join(
+                f'\n    <xhtml:link rel="alternate" hreflang="{h}" href="{escape(u)}"/>' for h, u in links)
+            entries.append(f"  <url>\n    <loc>{escape(base)}/{lang['code']}/{page}.html</loc>{alternates}\n  </url>")
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+            'xmlns:xhtml="http://www.w3.org/1999/xhtml">\n' + "\n".join(entries) + "\n</urlset>\n")
+
+
+def write_site_files(app: Sphinx, exception: Exception | None) -> None:
+    if exception or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir)
+    languages = app.config.book_languages
+    if outdir.name != current_language(app.config)["code"]:
+        return  # not the book's site layout
+    root = outdir.parent
+    # A 404 page answers for any missing path, so its links cannot be relative.
+    base = app.config.book_base_url.rstrip("/")
+    sections = "\n".join(
+        f'<section lang="{lang["hreflang"]}"><h1>{NOT_FOUND_TEXT[lang["sphinx"]][0]}</h1>'
+        f'<p><a href="{base}/{lang["code"]}/index.html">{NOT_FOUND_TEXT[lang["sphinx"]][1]}</a></p></section>'
+        for lang in languages
+    )
+    (root / "404.html").write_text(
+        NOT_FOUND.format(lang=languages[0]["hreflang"], title=escape(languages[0]["project"]),
+                         sections=sections), encoding="utf8")
+    robots = "User-agent: *\nAllow: /\n" + (f"Sitemap: {base}/sitemap.xml\n" if base else "")
+    (root / "robots.txt").write_text(robots, encoding="utf8")
+    if base:
+        docs = Path(app.srcdir).parent
+        (root / "sitemap.xml").write_text(
+            sitemap(base, languages, docs, app.config.source_suffix), encoding="utf8")
+
+
+def setup(app: Sphinx) -> None:
+    app.connect("html-page-context", add_open_graph)
+    app.connect("build-finished", write_site_files)

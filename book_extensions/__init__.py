@@ -9,7 +9,8 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.parity`: the two languages have the same pages, code and structure;
 - :mod:`.offline`: the built site loads nothing from other hosts;
 - :mod:`.devices`: CPU and CUDA records and their comparison page;
-- :mod:`.site`: Open Graph tags, 404 page, robots.txt and sitemap.xml.
+- :mod:`.site`: Open Graph tags, 404 page, robots.txt and sitemap.xml;
+- :mod:`.provenance`: the page that says what built the book.
 """
 
 from sphinx.application import Sphinx
@@ -17,8 +18,8 @@ from sphinx.application import Sphinx
 
 def setup(app: Sphinx) -> dict:
     # Imported here so that ``python -m book_extensions.<tool>`` imports only what it needs.
-    from . import devices, execution, languages, offline, parity, site
+    from . import devices, execution, languages, offline, parity, provenance, site
 
-    for module in (languages, execution, parity, offline, devices, site):
+    for module in (languages, execution, parity, offline, devices, site, provenance):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,87 @@
+"""The provenance page: what built the book, and where each page's outputs came from.
+
+The ``{build-provenance}`` directive leaves a placeholder that is filled when the
+page is written, after every page has been read: the versions of torch, Python and
+the toolchain, the device, the build date, and per page when its outputs were
+produced, how long executing it took, and whether this build executed it or took
+it from the cache. The page is rewritten on every build.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+from datetime import datetime, timezone
+
+from docutils import nodes
+from myst_nb.sphinx_ import NbMetadataCollector
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+
+from .devices import table
+from .execution import device_name, pages
+from .messages import message
+
+PACKAGES = ("torch", "numpy", "sphinx", "myst-nb", "jupyter-cache", "ipykernel",
+            "sphinx-book-theme", "jieba", "matplotlib")
+
+
+class provenance_placeholder(nodes.General, nodes.Element):
+    pass
+
+
+class BuildProvenance(SphinxDirective):
+    def run(self) -> list[nodes.Node]:
+        if not hasattr(self.env, "book_provenance_docs"):
+            self.env.book_provenance_docs = set()
+        self.env.book_provenance_docs.add(self.env.docname)
+        return [provenance_placeholder()]
+
+
+def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    language = app.config.language
+    say = lambda key, **values: message(language, key).format(**values)  # noqa: E731
+    for placeholder in list(doctree.findall(provenance_placeholder)):
+        versions = [[name, importlib.metadata.version(name)] for name in PACKAGES]
+        versions.insert(1, ["Python", platform.python_version()])
+        summary = nodes.paragraph("", say(
+            "provenance_build", device=device_name(app.config.book_device),
+            date=datetime.now(timezone.utc).strftime("%Y-%m-%d")))
+        rows = []
+        this_build = set(getattr(app.env, "book_read_now", []))
+        for page in sorted(app.env.found_docs):
+            data = NbMetadataCollector.get_exec_data(app.env, page)
+            if not data or page in getattr(app.env, "book_provenance_docs", set()):
+                continue
+            produced = datetime.fromtimestamp(data["mtime"], tz=timezone.utc).strftime("%Y-%m-%d")
+            if page not in this_build:
+                status = say("provenance_unchanged")
+            elif pages(app.env).get(page, {}).get("executed"):
+                status = say("provenance_executed")
+            else:
+                status = say("provenance_cached")
+            seconds = f"{data['runtime']:.1f}" if data.get("runtime") is not None else "–"
+            rows.append([page, produced, seconds, status])
+        placeholder.replace_self([
+            summary,
+            table(versions, [say("provenance_col_package"), say("provenance_col_version")]),
+            table(rows, [say("provenance_col_page"), say("provenance_col_date"),
+                         say("provenance_col_seconds"), say("provenance_col_status")]),
+        ])
+
+
+def always_rewrite(app: Sphinx, env, added, changed, removed) -> list[str]:
+    return sorted(getattr(env, "book_provenance_docs", set()) - set(removed))
+
+
+def merge(app: Sphinx, env, docnames, other) -> None:
+    env.book_provenance_docs = getattr(env, "book_provenance_docs", set()) | getattr(
+        other, "book_provenance_docs", set())
+
+
+def setup(app: Sphinx) -> None:
+    app.add_node(provenance_placeholder)
+    app.add_directive("build-provenance", BuildProvenance)
+    app.connect("doctree-resolved", fill)
+    app.connect("env-get-outdated", always_rewrite)
+    app.connect("env-merge-info", merge)

@@ -261,6 +261,31 @@ def provenance_note(app: Sphinx, exec_data: dict) -> nodes.paragraph:
     return nodes.paragraph(text, text, classes=["book-provenance"])
 
 
+NOTEBOOKS = "_notebooks"
+
+
+def write_notebook(app: Sphinx, docname: str, notebook) -> None:
+    """The page as an executed notebook in its own language, for readers to download."""
+    import nbformat
+
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if "text" in output:
+                output["text"] = ADDRESS.sub(ADDRESS_PLACEHOLDER, output["text"])
+            if "text/plain" in output.get("data", {}):
+                output["data"]["text/plain"] = ADDRESS.sub(ADDRESS_PLACEHOLDER, output["data"]["text/plain"])
+    notebook.metadata.pop("source_map", None)
+    target = Path(app.outdir, NOTEBOOKS, f"{docname}.ipynb")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(nbformat.writes(notebook), encoding="utf8")
+
+
+def download_link(app: Sphinx, docname: str) -> list[nodes.Node]:
+    text = message(app.config.language, "download_notebook")
+    uri = "../" * docname.count("/") + f"{NOTEBOOKS}/{docname}.ipynb"
+    return [nodes.Text(" "), nodes.reference(text, text, refuri=uri, classes=["book-notebook"])]
+
+
 def pages(env) -> dict[str, dict]:
     """Per page: whether this build executed it, and how many problems it had."""
     if not hasattr(env, "book_pages"):
@@ -287,9 +312,14 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
         report_failed_execution(app, docname, exec_data)
         state["problems"] = 1
         return
-    state["problems"] += check_cells(app, docname, executed_notebook(app, docname))
+    notebook = executed_notebook(app, docname)
+    state["problems"] += check_cells(app, docname, notebook)
     state["problems"] += clean_outputs(docname, doctree)
-    doctree.append(provenance_note(app, exec_data))
+    note = provenance_note(app, exec_data)
+    if app.builder.format == "html":
+        write_notebook(app, docname, notebook)
+        note += download_link(app, docname)
+    doctree.append(note)
 
 
 def reread_pages_with_problems(app: Sphinx, env, added, changed, removed) -> list[str]:

@@ -126,7 +126,7 @@ def test_no_build_machine_path_is_published(good):
 
     leaks = [str(ROOT), str(good.out), str(good.cache), "site-packages"]
     for path in good.site().rglob("*"):
-        if path.is_file() and path.suffix in (".html", ".js", ".css", ".txt", ".py", ".json"):
+        if path.is_file() and path.suffix in (".html", ".js", ".css", ".txt", ".py", ".json", ".ipynb"):
             text = path.read_text(encoding="utf8", errors="replace")
             assert not [leak for leak in leaks if leak in text], path
 
@@ -151,3 +151,14 @@ def test_pages_are_shareable_and_the_site_findable(tmp_path):
     not_found = (site / "404.html").read_text(encoding="utf8")
     assert 'href="https://book.example/ctg/zh/index.html">回到本书首页' in not_found
     assert 'href="https://book.example/ctg/en/index.html">Go to the start of the book' in not_found
+
+
+def test_every_page_offers_its_executed_notebook_in_its_language(good):
+    for language, title in (("en", "# A small book"), ("zh", "# 一本小书")):
+        html = (good.site() / language / "index.html").read_text(encoding="utf8")
+        assert 'class="book-notebook reference external" href="_notebooks/index.ipynb"' in html
+        notebook = json.loads((good.site() / language / "_notebooks" / "index.ipynb").read_text(encoding="utf8"))
+        assert any(title in "".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+        outputs = [o for c in notebook["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+        assert any(o["output_type"] == "error" and o["ename"] == "RuntimeError" for o in outputs)
+        assert "0x…" in json.dumps(notebook, ensure_ascii=False)  # addresses blanked as on the page

@@ -111,3 +111,34 @@ def test_the_provenance_page_names_the_toolchain_and_every_page(book):
         assert torch.__version__ in page and executed_word in page
         for chapter in ("article", "detach", "error-atlas", "cheat-sheet"):
             assert f'<span class="pre">{chapter}</span>' in page, (language, chapter)
+
+
+VNU = ROOT / ".tools" / "vnu.jar"
+
+
+def vnu(*files):
+    import os
+    import subprocess
+
+    if not VNU.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{VNU} is missing: .ci/run installs it (npm pack vnu-jar)")
+        pytest.skip("the Nu HTML checker is not installed (see .ci/run)")
+    return subprocess.run(["java", "-jar", str(VNU), "--errors-only", "--format", "gnu", *map(str, files)],
+                          capture_output=True, text=True)
+
+
+def test_every_page_is_valid_html(book):
+    # _static/ holds the theme's template fragments, which are not pages.
+    files = [p for p in book.site().rglob("*.html") if "_static" not in p.parts]
+    assert len(files) > 30
+    result = vnu(*files)
+    assert result.returncode == 0, result.stderr[:3000]
+
+
+def test_the_html_checker_finds_errors(tmp_path):
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><html lang="en"><head><title>x</title></head>'
+                   '<body><p id="a">one</p><p id="a">two</p></body></html>')
+    result = vnu(bad)
+    assert result.returncode != 0 and "Duplicate ID" in result.stderr

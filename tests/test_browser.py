@@ -150,3 +150,17 @@ def test_screenshots_of_key_pages(browser, site, language, mode):
         assert dark == (mode == "dark"), (name, background)
         page.screenshot(path=str(SCREENSHOTS / f"{language}-{name}-{mode}.png"), full_page=False)
     context.close()
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_no_serious_accessibility_violations(book, page, language):
+    import axe_playwright_python
+
+    axe = (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text(encoding="utf8")
+    serious = []
+    for name in pages(book, language) + ["search.html"]:
+        page.goto(f"/{language}/{name}", wait_until="networkidle")
+        page.evaluate(axe)
+        found = page.evaluate("axe.run().then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
+        serious += [(name, *v) for v in found if v[1] in ("serious", "critical")]
+    assert serious == []

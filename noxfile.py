@@ -7,6 +7,7 @@
     nox -s compare     compare results/cpu.json with results/cuda.json; fails on behaviour
     nox -s serve       live preview of one language that rebuilds on save
     nox -s bench       how long builds take and how many pages each executes
+    nox -s weight      bytes and first paint of every page of the built site, in Chromium
 
 Without nox installed, ``python3 noxfile.py -s docs`` installs it first (see below).
 """
@@ -110,3 +111,10 @@ def bench(session: nox.Session) -> None:
     """Time cold, no-change, prose-edit and code-edit builds on a copy of docs/."""
     install(session)
     session.run("python", "-m", "book_extensions.bench", *session.posargs)
+
+
+@nox.session
+def weight(session: nox.Session) -> None:
+    """Page weight and first contentful paint of the built site (run `docs` first)."""
+    install(session)
+    session.run("python", "-m", "book_extensions.weight", *session.posargs)

@@ -164,3 +164,14 @@ def test_no_serious_accessibility_violations(book, page, language):
         found = page.evaluate("axe.run().then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
         serious += [(name, *v) for v in found if v[1] in ("serious", "critical")]
     assert serious == []
+
+
+def test_pages_stay_light(book):
+    # Bytes are exact, unlike timings: a budget that catches a returning 1.5 MB script.
+    from book_extensions.weight import measure
+
+    rows = measure(book.site())
+    assert len(rows) >= 32
+    heavy = [(name, size) for name, size, _ in rows if size > 1200 * 1024]
+    assert heavy == []
+    assert not (book.site() / "en" / "article.html").read_text(encoding="utf8").count("fontawesome.js")

@@ -28,28 +28,23 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
-def measure(site: Path) -> list[tuple[str, int, float]]:
-    from playwright.sync_api import sync_playwright
-
+def measure(site: Path, browser) -> list[tuple[str, int, float]]:
+    """(page, bytes, first contentful paint in ms) for every page, each in a fresh context."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     rows = []
     try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=FLAGS)
-            for page_file in sorted(site.glob("*/*.html")):
-                name = page_file.relative_to(site).as_posix()
-                context = browser.new_context()
-                page = context.new_page()
-                sizes: dict[str, int] = {}
-                page.on("response", lambda r: sizes.__setitem__(r.url, len(r.body())) if r.status == 200 else None)
-                page.goto(f"{base}/{name}", wait_until="networkidle")
-                fcp = page.evaluate("performance.getEntriesByName('first-contentful-paint')[0]?.startTime || 0")
-                rows.append((name, sum(sizes.values()), fcp))
-                context.close()
-            browser.close()
+        for page_file in sorted(site.glob("*/*.html")):
+            name = page_file.relative_to(site).as_posix()
+            context = browser.new_context()
+            page = context.new_page()
+            sizes: dict[str, int] = {}
+            page.on("response", lambda r: sizes.__setitem__(r.url, len(r.body())) if r.status == 200 else None)
+            page.goto(f"{base}/{name}", wait_until="networkidle")
+            fcp = page.evaluate("performance.getEntriesByName('first-contentful-paint')[0]?.startTime || 0")
+            rows.append((name, sum(sizes.values()), fcp))
+            context.close()
     finally:
         server.shutdown()
     return rows
@@ -60,7 +55,13 @@ def main(argv: list[str]) -> int:
     if not (site / "index.html").exists():
         print(f"error: no built site in {site}: run `nox -s docs` first", file=sys.stderr)
         return 2
-    rows = measure(site)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=FLAGS)
+        rows = measure(site, browser)
+        browser.close()
     print(f"{'page':<32} {'first load (KB)':>16} {'FCP (ms)':>9}")
     for name, size, fcp in rows:
         print(f"{name:<32} {size / 1024:>16.0f} {fcp:>9.0f}")

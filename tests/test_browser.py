@@ -166,11 +166,11 @@ def test_no_serious_accessibility_violations(book, page, language):
     assert serious == []
 
 
-def test_pages_stay_light(book):
+def test_pages_stay_light(book, browser):
     # Bytes are exact, unlike timings: a budget that catches a returning 1.5 MB script.
     from book_extensions.weight import measure
 
-    rows = measure(book.site())
+    rows = measure(book.site(), browser)
     assert len(rows) >= 32
     heavy = [(name, size) for name, size, _ in rows if size > 1200 * 1024]
     assert heavy == []

@@ -34,6 +34,9 @@ book_languages = [
 ]
 # The public address of the site (one place); empty means links stay relative.
 book_base_url = ""
+# The public GitHub repository, "owner/name" (one place). When set, every page links to
+# its executed notebook on Colab, from the "notebooks" branch the publish workflow pushes.
+book_repository = ""
 
 language = "en"
 copyright = "2026, {author}"

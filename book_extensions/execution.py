@@ -281,9 +281,17 @@ def write_notebook(app: Sphinx, docname: str, notebook) -> None:
 
 
 def download_link(app: Sphinx, docname: str) -> list[nodes.Node]:
+    """Links to the page's executed notebook: to download, and on Colab."""
     text = message(app.config.language, "download_notebook")
     uri = "../" * docname.count("/") + f"{NOTEBOOKS}/{docname}.ipynb"
-    return [nodes.Text(" "), nodes.reference(text, text, refuri=uri, classes=["book-notebook"])]
+    links = [nodes.Text(" "), nodes.reference(text, text, refuri=uri, classes=["book-notebook"])]
+    if app.config.book_repository:
+        code = Path(app.srcdir).name
+        colab = (f"https://colab.research.google.com/github/{app.config.book_repository}"
+                 f"/blob/notebooks/{code}/{docname}.ipynb")
+        text = message(app.config.language, "open_in_colab")
+        links += [nodes.Text(" "), nodes.reference(text, text, refuri=colab, classes=["book-colab"])]
+    return links
 
 
 def pages(env) -> dict[str, dict]:
@@ -357,6 +365,7 @@ def write_executions(app: Sphinx, exception: Exception | None) -> None:
 def setup(app: Sphinx) -> None:
     app.add_config_value("book_device", os.environ.get("BOOK_DEVICE", "cpu"), "env", str)
     app.add_config_value("book_cache_root", ".jupyter_cache", "", str)
+    app.add_config_value("book_repository", "", "env", str)
     app.connect("config-inited", configure_execution)
     app.connect("builder-inited", keep_build_files_out_of_the_site, priority=600)
     app.connect("env-before-read-docs", on_env_before_read_docs)

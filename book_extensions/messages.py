@@ -4,6 +4,7 @@ MESSAGES = {
     "en": {
         "provenance": "Outputs on this page were produced by torch {torch} on {device}, {date}.",
         "download_notebook": "Download this page as an executed notebook (.ipynb).",
+        "open_in_colab": "Open it in Colab.",
         "switch_label": "Language",
         "search_placeholder": "Search…",
         "code_prompt_show": "Show code cell {type}",
@@ -38,6 +39,7 @@ MESSAGES = {
     "zh_CN": {
         "provenance": "本页输出于 {date} 由 torch {torch} 在 {device} 上运行生成。",
         "download_notebook": "下载本页的笔记本文件（含运行结果）。",
+        "open_in_colab": "在 Colab 中打开。",
         "switch_label": "语言",
         "search_placeholder": "搜索…",
         # myst-nb fills {type} with an English word, so the Chinese prompt omits it.

@@ -133,7 +133,8 @@ def test_no_build_machine_path_is_published(good):
 
 def test_pages_are_shareable_and_the_site_findable(tmp_path):
     build = build_book(FIXTURES / "good" / "docs", tmp_path, "html",
-                       sphinx=("-D", "book_base_url=https://book.example/ctg"))
+                       sphinx=("-D", "book_base_url=https://book.example/ctg",
+                               "-D", "book_repository=owner/book"))
     assert build.returncode == 0, build.output
     site = build.site()
     zh = (site / "zh" / "second.html").read_text(encoding="utf8")
@@ -148,6 +149,8 @@ def test_pages_are_shareable_and_the_site_findable(tmp_path):
             '    <xhtml:link rel="alternate" hreflang="zh-CN" href="https://book.example/ctg/zh/second.html"/>\n'
             '    <xhtml:link rel="alternate" hreflang="x-default" href="https://book.example/ctg/en/second.html"/>') in sitemap
     assert "Sitemap: https://book.example/ctg/sitemap.xml" in (site / "robots.txt").read_text()
+    assert ('href="https://colab.research.google.com/github/owner/book/blob/notebooks/zh/second.ipynb">'
+            '在 Colab 中打开。') in zh
     not_found = (site / "404.html").read_text(encoding="utf8")
     assert 'href="https://book.example/ctg/zh/index.html">回到本书首页' in not_found
     assert 'href="https://book.example/ctg/en/index.html">Go to the start of the book' in not_found

@@ -10,17 +10,24 @@ not a test; the byte counts are exact.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 import sys
 import threading
+from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from .build import ROOT
 
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
+# Headless Chromium on a machine whose network is closed, as root.
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def chromium_path() -> str:
+    return shutil.which("chromium") or "/usr/bin/chromium"
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -28,13 +35,21 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
-def measure(site: Path, browser) -> list[tuple[str, int, float]]:
-    """(page, bytes, first contentful paint in ms) for every page, each in a fresh context."""
+@contextlib.contextmanager
+def serve(site: Path) -> Iterator[str]:
+    """Serve a built site on 127.0.0.1; yields its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    rows = []
     try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def measure(site: Path, browser) -> list[tuple[str, int, float]]:
+    """(page, bytes, first contentful paint in ms) for every page, each in a fresh context."""
+    rows = []
+    with serve(site) as base:
         for page_file in sorted(site.glob("*/*.html")):
             name = page_file.relative_to(site).as_posix()
             context = browser.new_context()
@@ -45,8 +60,6 @@ def measure(site: Path, browser) -> list[tuple[str, int, float]]:
             fcp = page.evaluate("performance.getEntriesByName('first-contentful-paint')[0]?.startTime || 0")
             rows.append((name, sum(sizes.values()), fcp))
             context.close()
-    finally:
-        server.shutdown()
     return rows
 
 
@@ -58,8 +71,7 @@ def main(argv: list[str]) -> int:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=FLAGS)
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
         rows = measure(site, browser)
         browser.close()
     print(f"{'page':<32} {'first load (KB)':>16} {'FCP (ms)':>9}")

@@ -6,49 +6,35 @@ counted as a failure. Screenshots land in _build/screenshots/ as artifacts.
 
 from __future__ import annotations
 
-import functools
 import os
-import shutil
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from book_extensions.weight import CHROMIUM_FLAGS, chromium_path, serve
 from conftest import ROOT
 
 pytestmark = pytest.mark.book
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 @pytest.fixture(scope="module")
 def site(book):
-    handler = functools.partial(QuietHandler, directory=str(book.site()))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
-class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+    with serve(book.site()) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not os.path.exists(CHROMIUM):
+    if not os.path.exists(chromium_path()):
         if os.environ.get("CI"):
             pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
         yield browser
         browser.close()
 

@@ -59,6 +59,19 @@ def output_text(output) -> str:
     return ADDRESS.sub(ADDRESS_PLACEHOLDER, text)
 
 
+def joined_streams(outputs: list) -> list:
+    """Consecutive chunks of one stream as one output: chunking is a matter of timing."""
+    joined = []
+    for output in outputs:
+        previous = joined[-1] if joined else None
+        if (output["output_type"] == "stream" and previous is not None
+                and previous["output_type"] == "stream" and previous["name"] == output["name"]):
+            joined[-1] = {**previous, "text": previous["text"] + output["text"]}
+        else:
+            joined.append(output)
+    return joined
+
+
 def book_notebooks(docs: Path, language: str = "en"):
     """(page, notebook) for every page, read the way the build reads it."""
     from myst_nb.core.read import read_myst_markdown_notebook
@@ -95,7 +108,7 @@ def record(device: str, cache_dir: Path, docs: Path) -> dict:
         code = [c for c in executed.cells if c.cell_type == "code"]
         pages[page] = [
             {"source": source_digest(cell.source),
-             "outputs": [output_text(o) for o in cell.get("outputs", [])]}
+             "outputs": [output_text(o) for o in joined_streams(cell.get("outputs", []))]}
             for cell in code
         ]
     return {

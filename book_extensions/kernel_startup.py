@@ -6,6 +6,7 @@ includes a hash of this file, so changing it re-executes every page.
 """
 
 import os
+import sys
 import warnings
 
 from IPython import get_ipython
@@ -22,10 +23,17 @@ def _format_warning(message, category, filename, lineno, line=None):
 
 warnings.formatwarning = _format_warning
 
+# ipykernel sends what a cell prints in chunks, every 0.2 s; where a chunk ends depends
+# on timing, so two runs could record a cell's output differently. Flush once, when the
+# cell ends, instead.
+for _stream in (sys.stdout, sys.stderr):
+    if hasattr(_stream, "flush_interval"):
+        _stream.flush_interval = 3600.0
+
 _device = os.environ.get("BOOK_DEVICE", "cpu")
 if _device != "cpu":
     import torch
 
     torch.set_default_device(_device)
 
-del os, warnings, get_ipython, _format_warning, _device
+del os, sys, warnings, get_ipython, _format_warning, _device, _stream

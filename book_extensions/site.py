@@ -2,6 +2,7 @@
 
 - Open Graph tags on every page (title, description, locale, and the URL when
   ``book_base_url`` is set);
+- only the theme's message catalogs of the language built;
 - at the site root, beside the language chooser: a bilingual ``404.html``,
   ``robots.txt`` and, when ``book_base_url`` is set (a sitemap needs absolute
   URLs), ``sitemap.xml`` with every page's ``hreflang`` alternates.
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from html import escape
 from pathlib import Path
 
@@ -87,10 +89,20 @@ def sitemap(base: str, languages: list[dict], docs: Path, suffixes) -> str:
             'xmlns:xhtml="http://www.w3.org/1999/xhtml">\n' + "\n".join(entries) + "\n</urlset>\n")
 
 
+def drop_unused_catalogs(outdir: Path, language: str) -> None:
+    """sphinx-book-theme copies its catalogs for ~40 languages into every build."""
+    locales = outdir / "_static" / "locales"
+    if locales.is_dir():
+        for folder in locales.iterdir():
+            if folder.is_dir() and folder.name != language:
+                shutil.rmtree(folder)
+
+
 def write_site_files(app: Sphinx, exception: Exception | None) -> None:
     if exception or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
+    drop_unused_catalogs(outdir, app.config.language)
     languages = app.config.book_languages
     if outdir.name != current_language(app.config)["code"]:
         return  # not the book's site layout

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.metadata
 import json
 import platform
 import re
@@ -203,11 +202,9 @@ def load(path: Path) -> dict | None:
 
 
 def cache_dir_for(device: str, cache_root: Path) -> Path:
-    from .execution import KERNEL_STARTUP
+    from .execution import cache_dir
 
-    startup = hashlib.sha256(KERNEL_STARTUP.read_bytes()).hexdigest()[:8]
-    version = importlib.metadata.version("torch")
-    return cache_root / f"{device}-torch{version}-startup{startup}"
+    return cache_dir(cache_root, device)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,10 +73,14 @@ def device_name(device: str) -> str:
     return torch.cuda.get_device_name(0)
 
 
-def cache_path(config: Config) -> Path:
+def cache_dir(cache_root: Path, device: str) -> Path:
+    """One execution cache per device, torch version and kernel startup file."""
     startup = hashlib.sha256(KERNEL_STARTUP.read_bytes()).hexdigest()[:8]
-    name = f"{config.book_device}-torch{torch_version()}-startup{startup}"
-    return Path(config.book_cache_root) / name
+    return Path(cache_root) / f"{device}-torch{torch_version()}-startup{startup}"
+
+
+def cache_path(config: Config) -> Path:
+    return cache_dir(Path(config.book_cache_root), config.book_device)
 
 
 def configure_execution(app: Sphinx, config: Config) -> None:

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import snowballstemmer
 
+# Latin words the Chinese interface may show: key names, product names, and the
+# local label of the torch version ("2.13.0+cpu").
+ALLOWED_IN_ZH = {"Ctrl", "PyTorch", "torch", "CPU", "GPU", "PDF", "cpu"}
+
 # searchtools.js splits a query on anything that is not a letter, digit or "_".
 QUERY_SPLIT = re.compile(r"[^\w]+")
 

@@ -132,14 +132,16 @@ def check_cjk_line_breaks(app: Sphinx, docname: str, source: list[str]) -> None:
                        location=(docname, line), type="book", subtype="cjk_line_break")
 
 
+def source_pages(folder: Path, suffixes) -> list[str]:
+    """The page names (``detach``, ``sub/page``) of one language's source folder."""
+    return sorted(p.relative_to(folder).with_suffix("").as_posix()
+                  for suffix in suffixes for p in folder.rglob(f"*{suffix}"))
+
+
 def pages_of_every_language(app: Sphinx) -> list[str]:
-    srcdir = Path(app.srcdir)
-    return sorted(
-        f"{entry['code']}/{path.relative_to(srcdir.parent / entry['code']).as_posix()}"
-        for entry in app.config.book_languages
-        for suffix in app.config.source_suffix
-        for path in (srcdir.parent / entry["code"]).rglob(f"*{suffix}")
-    )
+    docs = Path(app.srcdir).parent
+    return sorted(f"{entry['code']}/{page}" for entry in app.config.book_languages
+                  for page in source_pages(docs / entry["code"], app.config.source_suffix))
 
 
 def rewrite_when_other_languages_change(app: Sphinx, env, added, changed, removed) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from .languages import current_language
+from .languages import current_language, source_pages
 
 
 def description(doctree: nodes.document | None, limit: int = 200) -> str:
@@ -68,13 +68,8 @@ NOT_FOUND_TEXT = {
 }
 
 
-def pages(srcdir: Path, suffixes) -> list[str]:
-    return sorted(p.relative_to(srcdir).with_suffix("").as_posix()
-                  for suffix in suffixes for p in srcdir.rglob(f"*{suffix}"))
-
-
 def sitemap(base: str, languages: list[dict], docs: Path, suffixes) -> str:
-    by_language = {lang["code"]: set(pages(docs / lang["code"], suffixes)) for lang in languages}
+    by_language = {lang["code"]: set(source_pages(docs / lang["code"], suffixes)) for lang in languages}
     entries = []
     for lang in languages:
         for page in sorted(by_language[lang["code"]]):

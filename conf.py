@@ -48,7 +48,7 @@ nitpicky = True  # a reference that resolves to nothing is a broken link
 nb_execution_mode = "cache"
 nb_execution_timeout = 120
 nb_merge_streams = True
-myst_enable_extensions = ["colon_fence", "deflist"]
+myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 
 html_theme = "sphinx_book_theme"
 html_theme_options = {

@@ -5,13 +5,19 @@
     nox -s doctest     run the "Check yourself" doctests of both languages
     nox -s tests       the test suite: the gates on small fixture books, and the real book
     nox -s compare     compare results/cpu.json with results/cuda.json; fails on behaviour
+    nox -s versions    execute the book under each release of torch-releases.txt, record
+                       results/cpu-torch-<release>.json and print what changed
+    nox -s newest-torch  build the book on the newest torch release; fails on what changed
     nox -s serve       live preview of one language that rebuilds on save
     nox -s bench       how long builds take and how many pages each executes
     nox -s weight      bytes and first paint of every page of the built site, in Chromium
 
 Without nox installed, ``python3 noxfile.py -s docs`` installs it first (see below).
+Every session runs in one shared environment per torch release, ``.toolchain/torch-<release>/``
+(book_extensions/toolchain.py), not in a virtualenv of its own.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,7 +27,6 @@ ROOT = Path(__file__).parent
 if __name__ == "__main__":
     # Bootstrap for a machine with only Python and pip: put the pinned nox in
     # .nox-bootstrap/ and hand this command line over to it.
-    import os
     import subprocess
     import venv
 
@@ -34,14 +39,33 @@ if __name__ == "__main__":
 
 import nox  # noqa: E402
 
+sys.path.insert(0, str(ROOT))
+from book_extensions import toolchain  # noqa: E402  (standard library only)
+
 nox.needs_version = f">={NOX_VERSION}"
 nox.options.sessions = ["tests", "doctest"]
-nox.options.reuse_venv = "yes"  # pip still syncs requirements.txt on every run
-nox.options.default_venv_backend = "venv"
+nox.options.default_venv_backend = "none"
 
-BUILD = ["python", "-m", "book_extensions.build"]
-# A GPU runner's CUDA build of torch lives in its system site-packages.
-SEES_SYSTEM_TORCH = ["--system-site-packages"]
+BUILD = ["-m", "book_extensions.build"]
+
+
+def environment(session: nox.Session, release: str | None = None) -> Path:
+    """The shared environment of a torch release (default: the pinned one), made once.
+
+    Every session runs in it instead of a virtualenv of its own: torch's wheel and its
+    CUDA libraries take about 5 GB (see book_extensions/toolchain.py).
+    """
+    try:
+        env = toolchain.ensure(release, log=session.log)
+    except toolchain.ToolchainError as error:
+        session.error(str(error))
+    session.env["VIRTUAL_ENV"] = str(env)
+    session.env["PATH"] = os.pathsep.join([str(env / "bin"), os.environ.get("PATH", "")])
+    return env
+
+
+def python(session: nox.Session, env: Path, *args: str, **kwargs) -> None:
+    session.run(str(toolchain.python_of(env)), *args, external=True, **kwargs)
 
 
 def device_of(args: list[str]) -> str:
@@ -53,68 +77,74 @@ def device_of(args: list[str]) -> str:
     return "cpu"
 
 
-def install(session: nox.Session, device: str = "cpu") -> None:
-    if device == "cpu":
-        session.install("-q", "-r", "requirements.txt")
-        return
-    # On a GPU runner, keep its own CUDA torch and pin everything else.
-    pinned = [line for line in Path("requirements.txt").read_text().splitlines()
-              if not line.startswith("torch==")]
-    without_torch = Path(session.create_tmp()) / "requirements-without-torch.txt"
-    without_torch.write_text("\n".join(pinned) + "\n")
-    session.install("-q", "-r", str(without_torch))
-
-
-@nox.session(venv_params=SEES_SYSTEM_TORCH)
+@nox.session
 def docs(session: nox.Session) -> None:
     """Build the book, every language, and record its outputs; arguments go to the build."""
-    device = device_of(session.posargs)
-    install(session, device)
-    session.run(*BUILD, "html", *session.posargs)
-    session.run("python", "-m", "book_extensions.devices", "record", "--device", device)
+    env = environment(session)
+    python(session, env, *BUILD, "html", *session.posargs)
+    python(session, env, "-m", "book_extensions.devices", "record", "--device", device_of(session.posargs))
 
 
-@nox.session(venv_params=SEES_SYSTEM_TORCH)
+@nox.session
 def doctest(session: nox.Session) -> None:
     """Run every page's doctest blocks against the installed torch."""
-    install(session, device_of(session.posargs))
-    session.run(*BUILD, "doctest", *session.posargs)
+    env = environment(session)
+    python(session, env, *BUILD, "doctest", *session.posargs)
 
 
 @nox.session
 def compare(session: nox.Session) -> None:
     """Compare the recorded CPU and CUDA outputs cell by cell."""
-    install(session)
-    session.run("python", "-m", "book_extensions.devices", "compare")
+    python(session, environment(session), "-m", "book_extensions.devices", "compare")
+
+
+@nox.session
+def versions(session: nox.Session) -> None:
+    """Execute every code cell under each release of torch-releases.txt (or those given) and record it."""
+    try:
+        releases = session.posargs or toolchain.listed_releases()
+    except toolchain.ToolchainError as error:
+        session.error(str(error))
+    for release in releases:
+        python(session, environment(session, release), "-m", "book_extensions.releases", "record")
+    python(session, environment(session), "-m", "book_extensions.releases", "changes")
+
+
+@nox.session(name="newest-torch")
+def newest_torch(session: nox.Session) -> None:
+    """Build the book on the newest torch release (or the one given); fail on what changed."""
+    pinned = toolchain.pinned_torch()
+    try:
+        release = session.posargs[0] if session.posargs else toolchain.newest_release(
+            str(toolchain.python_of(environment(session))))
+    except toolchain.ToolchainError as error:
+        session.error(str(error))
+    if release == pinned:
+        session.log(f"torch {release} is the newest release and the one requirements.txt pins: nothing to check")
+        return
+    python(session, environment(session, release), "-m", "book_extensions.releases", "check")
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite (pytest); arguments go to pytest."""
-    install(session)
-    session.run("pytest", *session.posargs)
+    python(session, environment(session), "-m", "pytest", *session.posargs)
 
 
 @nox.session
 def serve(session: nox.Session) -> None:
     """Live preview of one language (default en): ``nox -s serve -- zh``."""
-    install(session)
     language = session.posargs[0] if session.posargs else "en"
-    session.run(
-        "python", "-m", "book_extensions.serve", language,
-        external=False,
-    )
+    python(session, environment(session), "-m", "book_extensions.serve", language)
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """Time cold, no-change, prose-edit and code-edit builds on a copy of docs/."""
-    install(session)
-    session.run("python", "-m", "book_extensions.bench", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions.bench", *session.posargs)
 
 
 @nox.session
 def weight(session: nox.Session) -> None:
     """Page weight and first contentful paint of the built site (run `docs` first)."""
-    install(session)
-    session.run("python", "-m", "book_extensions.weight", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions.weight", *session.posargs)

@@ -7,19 +7,18 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.execution`: the kernel's device, the execution cache, checks on every
   executed cell, clean outputs and each page's provenance line;
 - :mod:`.parity`: the two languages have the same pages, code and structure;
+- :mod:`.prose`: no sentence names the torch release that built it;
 - :mod:`.offline`: the built site loads nothing from other hosts;
 - :mod:`.devices`: CPU and CUDA records and their comparison page;
+- :mod:`.releases`: records under older torch releases, and what changed between them;
 - :mod:`.site`: Open Graph tags, 404 page, robots.txt and sitemap.xml;
 - :mod:`.provenance`: the page that says what built the book.
 """
 
-from sphinx.application import Sphinx
-
-
-def setup(app: Sphinx) -> dict:
+def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions.<tool>`` imports only what it needs.
-    from . import devices, execution, languages, offline, parity, provenance, site
+    from . import devices, execution, languages, offline, parity, prose, provenance, releases, site
 
-    for module in (languages, execution, parity, offline, devices, site, provenance):
+    for module in (languages, execution, parity, prose, offline, devices, releases, site, provenance):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -123,9 +123,15 @@ def record(device: str, cache_dir: Path, docs: Path) -> dict:
     }
 
 
-def normalise(text: str, loose_wording: bool) -> str:
-    for pattern, replacement in DEVICE_NOISE:
-        text = pattern.sub(replacement, text)
+# Where torch's own C++ source raised a warning: the line moves between releases.
+SOURCE_REFERENCE = re.compile(r"\(Triggered internally at [^)]*\)")
+
+
+def normalise(text: str, loose_wording: bool, devices: bool = True) -> str:
+    text = SOURCE_REFERENCE.sub("(Triggered internally at …)", text)
+    if devices:
+        for pattern, replacement in DEVICE_NOISE:
+            text = pattern.sub(replacement, text)
     if loose_wording:
         # Another torch may word a message differently: keep the exception or warning type.
         text = re.sub(r"^(\w+(?:Error|Warning|Exception)): .*$", r"\1: …", text, flags=re.M)
@@ -143,54 +149,85 @@ class Difference:
     cell: int
     kind: str  # "behaviour", "value", "stale", "missing"
     detail: str
+    first: str = ""  # what differs, as each side printed it (one line or one value)
+    second: str = ""
 
     @property
     def fails(self) -> bool:
         return self.kind in ("behaviour", "value")
 
 
-def compare_outputs(cpu: list[str], cuda: list[str], loose_wording: bool) -> tuple[str, str] | None:
-    """(kind, detail) of the first difference that normalising does not explain."""
+@dataclass(frozen=True)
+class Rules:
+    """How two records are compared: what each side is called and what counts as noise."""
+
+    names: tuple[str, str] = ("CPU", "CUDA")
+    devices: bool = True  # device strings and torch.cuda.* type names are noise
+    wording: bool | None = None  # compare message wording; None: only when torch versions match
+
+
+DEVICE_RULES = Rules()
+
+
+def compare_outputs(first: list[str], second: list[str], loose_wording: bool,
+                    rules: Rules = DEVICE_RULES) -> tuple[str, str, str, str] | None:
+    """(kind, detail, first side, second side) of the first difference normalising does not explain."""
+    one, two = rules.names
+
     def errors(outputs):
         return [o.split(":")[0] for o in outputs if re.match(r"^\w+(Error|Exception): ", o)]
 
-    cpu_errors, cuda_errors = errors(cpu), errors(cuda)
-    if bool(cpu_errors) != bool(cuda_errors):
-        raised = cpu_errors or cuda_errors
-        return "behaviour", f"{raised[0]} only on {'CPU' if cpu_errors else 'CUDA'}"
-    if cpu_errors != cuda_errors:
-        return "behaviour", f"CPU raised {cpu_errors[0]}, CUDA raised {cuda_errors[0]}"
-    a = normalise("\n".join(cpu), loose_wording)
-    b = normalise("\n".join(cuda), loose_wording)
+    first_errors, second_errors = errors(first), errors(second)
+    if bool(first_errors) != bool(second_errors):
+        raised = first_errors or second_errors
+        return ("behaviour", f"{raised[0]} only on {one if first_errors else two}",
+                last_line(first), last_line(second))
+    if first_errors != second_errors:
+        return ("behaviour", f"{one} raised {first_errors[0]}, {two} raised {second_errors[0]}",
+                first_errors[0], second_errors[0])
+    a = normalise("\n".join(first), loose_wording, rules.devices)
+    b = normalise("\n".join(second), loose_wording, rules.devices)
     if NUMBER.sub("#", a) != NUMBER.sub("#", b):
         line_a, line_b = next((x, y) for x, y in zip(a.splitlines() + [""], b.splitlines() + [""]) if x != y)
-        return "behaviour", f"CPU printed {line_a.strip()!r}, CUDA printed {line_b.strip()!r}"
+        return ("behaviour", f"{one} printed {line_a.strip()!r}, {two} printed {line_b.strip()!r}",
+                line_a.strip(), line_b.strip())
     for x, y in zip(NUMBER.findall(a), NUMBER.findall(b)):
         if not numbers_close(x, y):
-            return "value", f"CPU {x} against CUDA {y}"
+            return "value", f"{one} {x} against {two} {y}", x, y
     return None
 
 
-def compare(cpu: dict, cuda: dict, digests: dict[str, list[str]] | None = None) -> list[Difference]:
+def last_line(outputs: list[str]) -> str:
+    lines = "\n".join(outputs).strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def release_of(record: dict) -> str:
+    """The torch release of a record, without a local build label such as +cpu."""
+    return record["torch"].split("+")[0]
+
+
+def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = None,
+            rules: Rules = DEVICE_RULES) -> list[Difference]:
     """Every difference between two records; ``digests`` (the current code) marks stale cells."""
-    loose = cpu["torch"].split("+")[0] != cuda["torch"].split("+")[0]
+    loose = (release_of(first) != release_of(second)) if rules.wording is None else not rules.wording
     found = []
-    for page, cells in sorted(cpu["pages"].items()):
-        by_source = {cell["source"]: cell for cell in cuda["pages"].get(page, [])}
+    for page, cells in sorted(first["pages"].items()):
+        by_source = {cell["source"]: cell for cell in second["pages"].get(page, [])}
         for number, cell in enumerate(cells, start=1):
             other = by_source.get(cell["source"])
             if other is None:
-                found.append(Difference(page, number, "missing", "not in the CUDA record (code changed since)"))
+                found.append(Difference(page, number, "missing", f"not in the {rules.names[1]} record (code changed since)"))
                 continue
-            result = compare_outputs(cell["outputs"], other["outputs"], loose)
+            result = compare_outputs(cell["outputs"], other["outputs"], loose, rules)
             if result:
                 found.append(Difference(page, number, *result))
     if digests is not None:
-        for page, cells in sorted(cuda["pages"].items()):
+        for page, cells in sorted(second["pages"].items()):
             current = set(digests.get(page, []))
             for number, cell in enumerate(cells, start=1):
                 if cell["source"] not in current:
-                    found.append(Difference(page, number, "stale", "this cell's code has changed since the CUDA run"))
+                    found.append(Difference(page, number, "stale", f"this cell's code has changed since the {rules.names[1]} run"))
     return found
 
 
@@ -199,6 +236,16 @@ def load(path: Path) -> dict | None:
         return json.loads(path.read_text(encoding="utf8"))
     except FileNotFoundError:
         return None
+
+
+def cpu_record_for(results: Path, cuda: dict | None) -> dict | None:
+    """The CPU record to hold a CUDA record against: of the same torch release when one
+    was recorded (``nox -s versions``), so that only the device differs; else cpu.json."""
+    if cuda is not None:
+        same = load(results / f"cpu-torch-{release_of(cuda)}.json")
+        if same is not None:
+            return same
+    return load(results / "cpu.json")
 
 
 def cache_dir_for(device: str, cache_root: Path) -> Path:
@@ -228,9 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {target} ({sum(map(len, data['pages'].values()))} cells)")
         return 0
 
-    cpu, cuda = load(args.results / "cpu.json"), load(args.results / "cuda.json")
+    cuda = load(args.results / "cuda.json")
+    cpu = cpu_record_for(args.results, cuda)
     if cpu is None:
-        print(f"error: {args.results / 'cpu.json'} is missing: run `nox -s record` first", file=sys.stderr)
+        print(f"error: {args.results / 'cpu.json'} is missing: run `nox -s docs` first", file=sys.stderr)
         return 2
     if cuda is None:
         print("No CUDA run is recorded yet (results/cuda.json): nothing to compare.")
@@ -285,13 +333,14 @@ class DeviceComparison(SphinxDirective):
         docs = Path(self.env.srcdir).parent
         # Re-read when a record or any page's code changes. Sphinx counts a missing
         # file as changed on every build; records_appeared() covers those instead.
-        for path in [results / "cpu.json", results / "cuda.json", *sorted((docs / "en").rglob("*.md"))]:
+        for path in [*sorted(results.glob("*.json")), *sorted((docs / "en").rglob("*.md"))]:
             if path.exists():
                 self.env.note_dependency(str(path))
         if not hasattr(self.env, "book_comparison_docs"):
             self.env.book_comparison_docs = set()
         self.env.book_comparison_docs.add(self.env.docname)
-        cpu, cuda = load(results / "cpu.json"), load(results / "cuda.json")
+        cuda = load(results / "cuda.json")
+        cpu = cpu_record_for(results, cuda)
         say = lambda key, **values: nodes.paragraph("", message(language, key).format(**values))  # noqa: E731
         if cpu is None or cuda is None:
             return [say("devices_no_record" if cuda is None else "devices_no_cpu")]

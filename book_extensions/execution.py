@@ -38,6 +38,7 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
+from . import releases
 from .messages import message
 
 logger = logging.getLogger(__name__)
@@ -100,18 +101,27 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     # so one build reports every unexpected (or missing) error of every page.
     config.nb_execution_allow_errors = True
     config.nb_execution_raise_on_error = False
-    # Kernels inherit the environment of the process that starts them; the
-    # repository on their path lets pages draw figures with book_extensions.figures.
-    os.environ["PYTHONSTARTUP"] = str(KERNEL_STARTUP)
-    os.environ["BOOK_DEVICE"] = device
-    root = str(Path(__file__).resolve().parent.parent)
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join([root, *[p for p in paths if p != root]])
+    prepare_kernels(device)
+    # Prose names the torch that built the page as {{ torch_version }}, never as a literal.
+    config.myst_substitutions = {**config.myst_substitutions, "torch_version": torch_version()}
     if device != "cpu":
         config.doctest_global_setup = (
             f"import torch\ntorch.set_default_device({device!r})\n"
             + (config.doctest_global_setup or "")
         )
+
+
+def prepare_kernels(device: str) -> None:
+    """Kernels inherit the environment of the process that starts them.
+
+    The startup file sets the device and output style; the repository on their path
+    lets pages draw figures with book_extensions.figures.
+    """
+    os.environ["PYTHONSTARTUP"] = str(KERNEL_STARTUP)
+    os.environ["BOOK_DEVICE"] = device
+    root = str(Path(__file__).resolve().parent.parent)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join([root, *[p for p in paths if p != root]])
 
 
 def keep_build_files_out_of_the_site(app: Sphinx) -> None:
@@ -328,6 +338,7 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     state["problems"] += check_cells(app, docname, notebook)
     state["problems"] += clean_outputs(docname, doctree)
     note = provenance_note(app, exec_data)
+    note += releases.annotate(app, docname, doctree, notebook)
     if app.builder.format == "html":
         write_notebook(app, docname, notebook)
         note += download_link(app, docname)

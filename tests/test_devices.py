@@ -88,3 +88,11 @@ def test_the_comparison_page_shows_the_runs_and_the_differences(build_fixture, t
     assert "1 code cells compared; 1 behave differently on the two devices." in en
     assert "CPU printed ‘True’, CUDA printed ‘False’" in en  # Sphinx's smart quotes
     assert "共比较了 1 个代码单元，其中 1 个在两种设备上的行为不同。" in zh
+
+
+def test_a_cuda_record_is_held_against_the_cpu_record_of_its_own_release(tmp_path):
+    (tmp_path / "cpu.json").write_text(json.dumps(record(torch="2.15.0")))
+    cuda = record(torch="2.11.0+cu128")
+    assert devices.cpu_record_for(tmp_path, cuda)["torch"] == "2.15.0"  # no record of 2.11.0: cpu.json
+    (tmp_path / "cpu-torch-2.11.0.json").write_text(json.dumps(record(torch="2.11.0+cpu")))
+    assert devices.cpu_record_for(tmp_path, cuda)["torch"] == "2.11.0+cpu"

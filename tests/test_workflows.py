@@ -16,7 +16,7 @@ def lint(*paths: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_workflows_are_valid():
-    assert [p.name for p in WORKFLOWS] == ["gpu.yml", "publish.yml", "test.yml"]
+    assert [p.name for p in WORKFLOWS] == ["gpu.yml", "newest-torch.yml", "publish.yml", "test.yml"]
     result = lint(*WORKFLOWS)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -38,3 +38,6 @@ def test_each_workflow_runs_what_its_name_says():
     assert "noxfile.py -s docs" in steps("publish.yml")
     gpu = steps("gpu.yml")
     assert "-s docs -- --device cuda" in gpu and "-s compare" in gpu
+    assert "noxfile.py -s newest-torch" in steps("newest-torch.yml")
+    schedule = yaml.safe_load((ROOT / ".github" / "workflows" / "newest-torch.yml").read_text())[True]["schedule"]
+    assert schedule and schedule[0]["cron"].count(" ") == 4  # weekly, so a release is known within a week

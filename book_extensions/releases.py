@@ -1,0 +1,451 @@
+"""The torch releases readers still run: record the book under each, and show what changed.
+
+    python -m book_extensions.releases record          # in a release's environment (nox -s versions)
+    python -m book_extensions.releases changes         # every consecutive pair of recorded releases
+    python -m book_extensions.releases changes --from 2.15.0 --to 2.16.0   # fails on any change
+
+The releases are listed in ``torch-releases.txt``, one a line. ``nox -s versions``
+executes every code cell of the book under each, in that release's own environment
+(:mod:`.toolchain`), and writes ``results/cpu-torch-<release>.json``, a record in the
+format of the device records (:mod:`.devices`), compared by the same engine with
+:data:`.devices.RELEASE_RULES`: between releases the wording of a message is the news,
+and only noise such as the line of torch's own C++ source is normalised.
+
+In the book, computed from those records and never typed:
+
+- under each cell whose output differs in another listed release, a folded note with
+  what that release printed;
+- at the end of each page, on which releases its outputs were verified;
+- the ``{torch-releases}`` directive: per pair of consecutive releases, the cells whose
+  behaviour or message changed, with links to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+from . import devices
+from .toolchain import RELEASES_FILE, ToolchainError, listed_releases
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+ReleasesError = ToolchainError
+
+
+def listed(path: Path = RELEASES_FILE) -> list[str]:
+    """The releases in ``path``, oldest first."""
+    return listed_releases(path)
+
+
+def version_key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("+")[0].split("."))
+
+
+def record_path(results: Path, release: str) -> Path:
+    return results / f"cpu-torch-{release}.json"
+
+
+def recorded(results: Path, releases: list[str]) -> dict[str, dict]:
+    """The records that exist, by release, oldest first."""
+    found = {}
+    for release in releases:
+        data = devices.load(record_path(results, release))
+        if data is not None:
+            found[release] = data
+    return found
+
+
+# --- recording, inside a release's own environment ----------------------------
+
+def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
+    """Execute the pages that the cache does not hold yet, as the build does; their names."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    from .execution import prepare_kernels
+
+    prepare_kernels("cpu")
+    cache = get_cache(str(cache_dir))
+    executed = []
+    for page, notebook in devices.book_notebooks(docs):
+        if not any(cell.cell_type == "code" for cell in notebook.cells):
+            continue
+        try:
+            cache.match_cache_notebook(notebook)
+            continue
+        except KeyError:
+            pass
+        path = docs / "en" / f"{page}.md"
+        result = single_nb_execution(notebook, cwd=str(path.parent), timeout=timeout, allow_errors=True)
+        if result.err is not None:
+            raise ReleasesError(f"docs/en/{page}.md: execution stopped with {type(result.err).__name__}")
+        cache.cache_notebook_bundle(
+            CacheBundleIn(notebook, str(path), data={"execution_seconds": result.time}),
+            check_validity=False, overwrite=True)
+        executed.append(page)
+    return executed
+
+
+def record(results: Path, docs: Path, cache_root: Path) -> Path:
+    """Execute (what is not cached) and record the book under the installed torch."""
+    from .execution import cache_dir, torch_version
+
+    timeout = runpy.run_path(str(ROOT / "conf.py"))["nb_execution_timeout"]
+    folder = cache_dir(cache_root, "cpu")
+    executed = execute_missing(docs, folder, timeout)
+    data = devices.record("cpu", folder, docs)
+    release = torch_version().split("+")[0]
+    target = record_path(results, release)
+    results.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
+    cells = sum(map(len, data["pages"].values()))
+    print(f"torch {data['torch']}: executed {len(executed)} pages, recorded {cells} cells in {target.name}")
+    return target
+
+
+# --- comparing -----------------------------------------------------------------
+
+def rules_for(old: str, new: str) -> devices.Rules:
+    return devices.Rules(names=(old, new), devices=False, wording=True)
+
+
+def changes(old: dict, new: dict, digests: dict[str, list[str]] | None = None) -> list[devices.Difference]:
+    """What changed from the ``old`` release's record to the ``new`` one."""
+    return devices.compare(old, new, digests, rules_for(devices.release_of(old), devices.release_of(new)))
+
+
+def cell_outputs(cell) -> list[str]:
+    """An executed notebook cell's outputs as a record holds them."""
+    return [devices.output_text(o) for o in devices.joined_streams(cell.get("outputs", []))]
+
+
+def report_changes(results: Path, docs: Path, pairs: list[tuple[str, str]]) -> int:
+    """Print what changed in each pair of recorded releases; the number of changed cells."""
+    digests = devices.current_digests(docs)
+    total = 0
+    for old, new in pairs:
+        records = [devices.load(record_path(results, r)) for r in (old, new)]
+        missing = [r for r, data in zip((old, new), records) if data is None]
+        if missing:
+            raise ReleasesError(f"no record of torch {missing[0]} in {results}: run `nox -s versions`")
+        found = [d for d in changes(*records, digests) if d.kind != "stale"]
+        compared = sum(len(cells) for cells in records[0]["pages"].values())
+        print(f"torch {old} -> {new}: {compared} cells compared, {len(found)} changed")
+        for d in found:
+            print(f"  docs/en/{d.page}.md code cell {d.cell}: {d.kind}: {d.detail}")
+        total += len(found)
+    return total
+
+
+def check(results: Path, docs: Path, cache_root: Path, pinned: str) -> int:
+    """The whole book on the installed torch: gates, doctests, and every cell that changed.
+
+    What a maintainer reads before moving the pin: run by ``nox -s newest-torch``.
+    """
+    from .execution import torch_version
+
+    release = torch_version().split("+")[0]
+    out = ROOT / "_build" / f"torch-{release}"
+    build = [sys.executable, "-m", "book_extensions.build", "-q", "--docs", str(docs),
+             "--out", str(out), "--cache-root", str(cache_root)]
+    steps = {
+        "html build (every gate)": subprocess.run([*build[:3], "html", *build[3:]]).returncode,
+        "doctests": subprocess.run([*build[:3], "doctest", *build[3:]]).returncode,
+    }
+    record(results, docs, cache_root)
+    changed = report_changes(results, docs, [(pinned, release)])
+    print(f"torch {release} against the pinned {pinned}:")
+    for step, code in steps.items():
+        print(f"  {step}: {'passed' if code == 0 else 'FAILED'}")
+    print(f"  outputs: {changed} cells print something else (listed above)")
+    return 1 if changed or any(steps.values()) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m book_extensions.releases")
+    commands = parser.add_subparsers(dest="command", required=True)
+    rec = commands.add_parser("record", help="execute the book under the installed torch and record it")
+    rec.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    chg = commands.add_parser("changes", help="what changed between recorded releases")
+    chg.add_argument("--from", dest="old", help="compare only this release ...")
+    chg.add_argument("--to", dest="new", help="... with this one, and fail on any change")
+    chk = commands.add_parser("check", help="build, doctest and record the installed torch; "
+                                            "fail on anything that differs from the pinned release")
+    chk.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    for command in (rec, chg, chk):
+        command.add_argument("--docs", type=Path, default=ROOT / "docs")
+        command.add_argument("--results", type=Path, default=ROOT / "results")
+        command.add_argument("--releases", type=Path, default=RELEASES_FILE)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "record":
+            record(args.results, args.docs, args.cache_root)
+            return 0
+        if args.command == "check":
+            from .toolchain import pinned_torch
+
+            return check(args.results, args.docs, args.cache_root, pinned_torch())
+        if bool(args.old) != bool(args.new):
+            raise ReleasesError("--from and --to go together")
+        if args.old:
+            pairs = [(args.old, args.new)]
+        else:
+            releases = list(recorded(args.results, listed(args.releases)))
+            pairs = list(zip(releases, releases[1:]))
+        total = report_changes(args.results, args.docs, pairs)
+    except ReleasesError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    # Comparing two named releases is the check before a torch upgrade: any change fails it.
+    return 1 if args.old and total else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+# --- in the book ---------------------------------------------------------------
+
+from html import escape  # noqa: E402
+
+from docutils import nodes  # noqa: E402
+from sphinx.application import Sphinx  # noqa: E402
+from sphinx.util.docutils import SphinxDirective  # noqa: E402
+
+from .messages import message  # noqa: E402
+
+
+class release_output(nodes.General, nodes.Element):
+    """What another release printed for a cell: folded (``<details>``) on the web."""
+
+
+class release_summary(nodes.General, nodes.TextElement):
+    """The line that says which release printed it: the fold's ``<summary>``."""
+
+
+class cell_reference(nodes.General, nodes.TextElement):
+    """A link to code cell ``cell`` of ``page``, resolved once the builder knows its URIs."""
+
+
+def _html_details(self, node):
+    self.body.append('<details class="book-release-output">')
+
+
+def _html_summary(self, node):
+    self.body.append(f"<summary>{escape(node.astext())}</summary>")
+    raise nodes.SkipNode
+
+
+def _close_details(self, node):
+    self.body.append("</details>")
+
+
+def _as_container(self, node):
+    self.visit_container(node)
+
+
+def _end_container(self, node):
+    self.depart_container(node)
+
+
+def _as_paragraph(self, node):
+    self.visit_paragraph(node)
+
+
+def _end_paragraph(self, node):
+    self.depart_paragraph(node)
+
+
+def settings(app: Sphinx) -> tuple[Path, list[str]]:
+    """The results folder and the listed releases; a bad list stops the build with its reason."""
+    from sphinx.errors import ConfigError
+
+    results = Path(app.confdir, app.config.book_results_dir)
+    try:
+        return results, listed(Path(app.confdir, app.config.book_releases_file))
+    except (OSError, ReleasesError) as error:
+        raise ConfigError(str(error)) from None
+
+
+def current_release() -> str:
+    from .execution import torch_version
+
+    return torch_version().split("+")[0]
+
+
+def note_records(env, results: Path, releases: list[str], releases_file: Path) -> None:
+    env.note_dependency(str(releases_file))
+    for release in releases:
+        path = record_path(results, release)
+        if path.exists():
+            env.note_dependency(str(path))
+
+
+def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> list[nodes.Node]:
+    """Anchor every code cell; fold other releases' outputs under cells they differ in.
+
+    Returns what the page's provenance line adds: on which releases it was verified.
+    """
+    language = app.config.language
+    results, releases = settings(app)
+    note_records(app.env, results, releases, Path(app.confdir, app.config.book_releases_file))
+    current = current_release()
+    # A release whose record lacks the page (added since) has nothing to say about it.
+    others = {r: data for r, data in recorded(results, releases).items()
+              if r != current and docname in data["pages"]}
+    code = [i for i, c in enumerate(notebook.cells) if c.cell_type == "code"]
+    number_of = {index: number for number, index in enumerate(code, start=1)}
+    differing = {release: [] for release in others}
+    unrecorded = {release: 0 for release in others}
+    by_source = {release: {c["source"]: c for c in data["pages"].get(docname, [])}
+                 for release, data in others.items()}
+    for container in doctree.findall(nodes.container):
+        if container.get("nb_element") != "cell_code" or container.get("cell_index") not in number_of:
+            continue
+        number = number_of[container["cell_index"]]
+        container["ids"].append(f"cell-{number}")
+        cell = notebook.cells[container["cell_index"]]
+        outputs = cell_outputs(cell)
+        digest = devices.source_digest(cell.source)
+        for release in others:
+            old = by_source[release].get(digest)
+            if old is None:
+                unrecorded[release] += 1
+                continue
+            if devices.compare_outputs(old["outputs"], outputs, False, rules_for(release, current)) is None:
+                continue
+            differing[release].append(number)
+            text = "".join(o if o.endswith("\n") else o + "\n" for o in old["outputs"]).rstrip("\n")
+            summary = message(language, "release_printed").format(release=release)
+            fold = release_output("", release_summary(summary, summary),
+                                  nodes.literal_block(text, text, language="none"))
+            container += fold
+    if not others:
+        return []
+    same = [r for r in others if not differing[r] and not unrecorded[r]]
+    sentences = []
+    if same:
+        sentences.append(message(language, "releases_same").format(releases=join(language, same)))
+    for release in others:
+        if differing[release]:
+            sentences.append(message(language, "releases_differ").format(
+                release=release, count=len(differing[release])))
+        if unrecorded[release]:
+            sentences.append(message(language, "releases_unrecorded").format(
+                release=release, count=unrecorded[release]))
+    text = message(language, "sentence_separator").join(sentences)
+    return [nodes.Text(message(language, "sentence_separator") + text)]
+
+
+def join(language: str, items: list[str]) -> str:
+    if len(items) == 1:
+        return items[0]
+    return message(language, "list_separator").join(items[:-1]) + message(language, "list_and") + items[-1]
+
+
+def table(header: list[str], rows: list[list[nodes.Node | str]]) -> nodes.table:
+    group = nodes.tgroup(cols=len(header))
+    group += [nodes.colspec(colwidth=1) for _ in header]
+
+    def row(cells):
+        result = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            content = cell if isinstance(cell, nodes.Node) else nodes.Text(cell)
+            entry += nodes.paragraph("", "", content)
+            result += entry
+        return result
+
+    group += nodes.thead("", row(header))
+    group += nodes.tbody("", *(row(cells) for cells in rows))
+    return nodes.table("", group, classes=["book-releases"])
+
+
+class TorchReleases(SphinxDirective):
+    """The recorded releases, and what changed between each consecutive pair."""
+
+    def run(self) -> list[nodes.Node]:
+        language = self.config.language
+        say = lambda key, **values: message(language, key).format(**values)  # noqa: E731
+        results, releases = settings(self.env.app)
+        releases_file = Path(self.env.app.confdir, self.config.book_releases_file)
+        note_records(self.env, results, releases, releases_file)
+        docs = Path(self.env.srcdir).parent
+        for path in sorted((docs / "en").glob("*.md")):
+            self.env.note_dependency(str(path))
+        records = recorded(results, releases)
+        out: list[nodes.Node] = []
+        rows = [[r, records[r]["date"], records[r]["python"], str(sum(map(len, records[r]["pages"].values())))]
+                for r in records]
+        if rows:
+            out.append(table([say(f"releases_col_{c}") for c in ("release", "date", "python", "cells")], rows))
+        missing = [r for r in releases if r not in records]
+        if missing:
+            out.append(nodes.paragraph("", say("releases_missing", releases=join(language, missing))))
+        digests = devices.current_digests(docs)
+        names = list(records)
+        for old, new in zip(names, names[1:]):
+            found = changes(records[old], records[new])
+            changed = [d for d in found if d.kind in ("behaviour", "value")]
+            compared = sum(len(cells) for cells in records[old]["pages"].values())
+            title = say("releases_pair", old=old, new=new)
+            section = nodes.section("", nodes.title(title, title), ids=[f"torch-{old}-{new}".replace(".", "-")])
+            section += nodes.paragraph("", say("releases_pair_summary", compared=compared, changed=len(changed)))
+            if changed:
+                header = [say("releases_col_cell"), say("releases_col_kind"),
+                          say("releases_col_printed", release=old), say("releases_col_printed", release=new)]
+                table_rows = []
+                for d in changed:
+                    current = d.cell if self._still_current(records[new], digests, d) else None
+                    label = f"{d.page} #{d.cell}"
+                    where = (cell_reference(label, label, page=d.page, cell=current) if current
+                             else nodes.Text(label))
+                    table_rows.append([where, say(f"devices_kind_{d.kind}"),
+                                       nodes.literal(d.first, d.first), nodes.literal(d.second, d.second)])
+                section += table(header, table_rows)
+            out.append(section)
+        return out
+
+    @staticmethod
+    def _still_current(record: dict, digests: dict, difference: devices.Difference) -> bool:
+        """The cell is the same cell of the page today, so a link to it lands right."""
+        cells = record["pages"].get(difference.page, [])
+        current = digests.get(difference.page, [])
+        index = difference.cell - 1
+        return index < len(cells) and index < len(current) and cells[index]["source"] == current[index]
+
+
+def resolve_cell_references(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    for node in list(doctree.findall(cell_reference)):
+        uri = app.builder.get_relative_uri(docname, node["page"]) + f"#cell-{node['cell']}"
+        node.replace_self(nodes.reference(node.astext(), node.astext(), refuri=uri, internal=True))
+
+
+def records_changed(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """Every page, when a release record appeared or went since the last build."""
+    results = Path(app.confdir, app.config.book_results_dir)
+    present = sorted(p.name for p in results.glob("cpu-torch-*.json"))
+    before = getattr(env, "book_release_records", None)
+    env.book_release_records = present
+    if before is None or before == present:
+        return []
+    return sorted(env.found_docs - set(removed))
+
+
+def setup(app: Sphinx) -> None:
+    app.add_config_value("book_releases_file", "torch-releases.txt", "env", str)
+    app.add_directive("torch-releases", TorchReleases)
+    others = {builder: ((_as_container, _end_container)) for builder in ("latex", "text", "man", "texinfo")}
+    app.add_node(release_output, html=(_html_details, _close_details), **others)
+    app.add_node(release_summary, html=(_html_summary, None),
+                 **{builder: (_as_paragraph, _end_paragraph) for builder in others})
+    app.add_node(cell_reference, html=(_as_paragraph, _end_paragraph))
+    app.connect("doctree-resolved", resolve_cell_references)
+    app.connect("env-get-outdated", records_changed)

@@ -1,0 +1,150 @@
+"""Records under older torch releases: listed in one file, compared by the device engine,
+shown under the cells they differ in, and no prose that names a release by hand."""
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from book_extensions import devices, releases, toolchain
+from book_extensions.execution import torch_version
+from book_extensions.prose import literal_versions
+from conftest import FIXTURES, build_book
+from test_gates import assert_reported
+
+
+# --- the list of releases ----------------------------------------------------
+
+def test_releases_are_listed_oldest_first(tmp_path):
+    listing = tmp_path / "torch-releases.txt"
+    listing.write_text("# comment\n2.15.0\n\n2.9.1  # a cluster image\n2.13.0\n")
+    assert releases.listed(listing) == ["2.9.1", "2.13.0", "2.15.0"]
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("2.15.0\n2.15\n", "torch-releases.txt:2: '2.15' is not a torch release such as 2.15.0"),
+    ("2.13.0\n2.13.0\n", "torch-releases.txt:2: 2.13.0 is listed twice"),
+])
+def test_a_bad_list_names_the_file_and_line(tmp_path, text, reason):
+    listing = tmp_path / "torch-releases.txt"
+    listing.write_text(text)
+    with pytest.raises(releases.ReleasesError, match=re.escape(reason)):
+        releases.listed(listing)
+
+
+def test_the_book_lists_the_pinned_release_and_two_older_ones():
+    listed = releases.listed()
+    assert toolchain.pinned_torch() in listed
+    assert len([r for r in listed if releases.version_key(r) < releases.version_key(toolchain.pinned_torch())]) >= 2
+
+
+# --- comparing releases: one engine, wording is news ---------------------------
+
+def record(release, outputs):
+    return {"device": "cpu", "device_name": "CPU", "torch": release, "cuda": None, "python": "3.11",
+            "date": "2026-11-30", "pages": {"page": [{"source": "s1", "outputs": outputs}]}}
+
+
+def test_a_change_of_wording_between_releases_is_reported():
+    old = record("2.13.0", ["RuntimeError: output 0 of SigmoidBackward\n"])
+    new = record("2.15.0", ["RuntimeError: output 0 of Sigmoid\n"])
+    [change] = releases.changes(old, new)
+    assert change.kind == "behaviour"
+    assert (change.first, change.second) == ("RuntimeError: output 0 of SigmoidBackward", "RuntimeError: output 0 of Sigmoid")
+    assert "2.13.0 printed" in change.detail and "2.15.0 printed" in change.detail
+
+
+def test_torch_source_lines_and_float_noise_are_not_changes():
+    old = record("2.13.0", ["UserWarning: x (Triggered internally at /__w/pytorch/a/b.cpp:822.)\n",
+                            "tensor([0.1966])\n"])
+    new = record("2.15.0", ["UserWarning: x (Triggered internally at /__w/pytorch/a/b.cpp:820.)\n",
+                            "tensor([0.1967])\n"])
+    assert releases.changes(old, new) == []
+
+
+# --- prose never names a release ------------------------------------------------
+
+def test_literal_versions_are_found_in_prose_only():
+    text = ("---\nkernelspec: {name: torch 2.13}\n---\n"
+            "In torch 2.13 it raises.\n"
+            "```{code-cell} ipython3\nprint('torch 2.13')\n```\n"
+            "The torch that built this page ({{ torch_version }}) warns; `torch==2.15.0` is pinned.\n"
+            "旧的 2.14 版不同。PyTorch 2.x too.\n")
+    assert literal_versions(text) == [(4, "torch 2.13"), (8, "torch==2.15"), (9, "2.14 版"), (9, "PyTorch 2.x")]
+
+
+def test_the_build_refuses_prose_that_names_a_release(build_fixture):
+    build = build_fixture("literal_version")
+    assert build.returncode != 0
+    assert_reported(build.output, [
+        ("en/index.md:16", "the prose names a torch release ('torch 2.13')"),
+        ("zh/index.md:16", "the prose names a torch release ('2.13 版')"),
+    ])
+    assert len([line for line in build.output.splitlines() if "[book.literal_version]" in line]) == 2
+
+
+def test_no_page_of_the_book_names_a_release():
+    pages = sorted((FIXTURES.parent.parent / "docs").glob("*/*.md"))
+    assert pages
+    assert {str(p): literal_versions(p.read_text(encoding="utf8")) for p in pages
+            if literal_versions(p.read_text(encoding="utf8"))} == {}
+
+
+# --- an older release's output, shown under its cell ------------------------------
+
+def test_an_older_release_that_printed_something_else_is_shown_under_the_cell(tmp_path):
+    docs = FIXTURES / "release_notes" / "docs"
+    [first, second] = devices.current_digests(docs)["index"]
+    current = torch_version().split("+")[0]
+    results = tmp_path / "results"
+    results.mkdir()
+    for release, outputs in (("1.0.0", "what an old release printed\n"), (current, "what the current release prints\n")):
+        data = record(release, [])
+        data["pages"] = {"index": [{"source": first, "outputs": ["the same on every release\n"]},
+                                   {"source": second, "outputs": [outputs]}]}
+        releases.record_path(results, release).write_text(json.dumps(data))
+    listing = tmp_path / "torch-releases.txt"
+    listing.write_text(f"1.0.0\n{current}\n")
+    build = build_book(docs, tmp_path, sphinx=("-D", f"book_results_dir={results}",
+                                               "-D", f"book_releases_file={listing}"))
+    assert build.returncode == 0, build.output
+    for language, printed, differ in (("en", "torch 1.0.0 printed this instead", "On torch 1.0.0, the output of 1 of these cells differs"),
+                                      ("zh", "torch 1.0.0 的输出与此不同", "在 torch 1.0.0 上，有 1 个单元")):
+        page = (build.site() / language / "index.html").read_text(encoding="utf8")
+        cells = page.split('id="cell-')
+        assert len(cells) == 3, language  # every code cell has an anchor
+        assert "book-release-output" not in cells[1]  # the same output: no note
+        assert '<details class="book-release-output">' in cells[2]
+        assert f"<summary>{printed}</summary>" in cells[2]
+        assert "what an old release printed" in cells[2]
+        assert differ in page  # the provenance line says so
+        # The page of changes links the changed cell.
+        changes = re.sub(r"<[^>]+>", "", page.split("book-releases")[-1])
+        assert 'href="#cell-2"' in page and "what an old release printed" in changes
+
+
+# --- the book's own records -------------------------------------------------------
+
+RESULTS = FIXTURES.parent.parent / "results"
+
+
+def test_every_listed_release_is_recorded_for_the_current_code():
+    digests = devices.current_digests(FIXTURES.parent.parent / "docs")
+    for release in releases.listed():
+        data = devices.load(releases.record_path(RESULTS, release))
+        assert data is not None, f"no record of torch {release}: run nox -s versions"
+        assert devices.release_of(data) == release
+        stale = [d for d in devices.compare(data, data, digests) if d.kind == "stale"]
+        assert stale == [], f"torch {release}'s record is older than the code: run nox -s versions"
+
+
+def test_the_pinned_release_is_recorded_as_the_build_printed_it():
+    # The versions session executes pages outside Sphinx: it must see what the build sees.
+    pinned = devices.load(releases.record_path(RESULTS, toolchain.pinned_torch()))
+    built = devices.load(RESULTS / "cpu.json")
+    assert devices.release_of(built) == toolchain.pinned_torch()
+    assert pinned["pages"] == built["pages"]

@@ -24,6 +24,7 @@ import json
 import platform
 import re
 import sys
+from itertools import zip_longest
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,7 +189,9 @@ def compare_outputs(first: list[str], second: list[str], loose_wording: bool,
     a = normalise("\n".join(first), loose_wording, rules.devices)
     b = normalise("\n".join(second), loose_wording, rules.devices)
     if NUMBER.sub("#", a) != NUMBER.sub("#", b):
-        line_a, line_b = next((x, y) for x, y in zip(a.splitlines() + [""], b.splitlines() + [""]) if x != y)
+        # The first line that differs; only blank lines, if the lines themselves all agree.
+        line_a, line_b = next(((x, y) for x, y in zip_longest(a.split("\n"), b.split("\n"), fillvalue="")
+                               if x != y), (repr(a[-40:]), repr(b[-40:])))
         return ("behaviour", f"{one} printed {line_a.strip()!r}, {two} printed {line_b.strip()!r}",
                 line_a.strip(), line_b.strip())
     for x, y in zip(NUMBER.findall(a), NUMBER.findall(b)):

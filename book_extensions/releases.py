@@ -314,6 +314,7 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
         cell = notebook.cells[container["cell_index"]]
         outputs = cell_outputs(cell)
         digest = devices.source_digest(cell.source)
+        printed: dict[str, list[str]] = {}  # what other releases printed, and which did
         for release in others:
             old = by_source[release].get(digest)
             if old is None:
@@ -323,16 +324,18 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
                 continue
             differing[release].append(number)
             text = "".join(o if o.endswith("\n") else o + "\n" for o in old["outputs"]).rstrip("\n")
-            summary = message(language, "release_printed").format(release=release)
-            fold = release_output("", release_summary(summary, summary),
-                                  nodes.literal_block(text, text, language="none"))
-            container += fold
+            printed.setdefault(text, []).append(release)
+        for text, which in printed.items():
+            summary = message(language, "release_printed").format(release=join(language, which))
+            container += release_output("", release_summary(summary, summary),
+                                        nodes.literal_block(text, text, language="none"))
     if not others:
         return []
     same = [r for r in others if not differing[r] and not unrecorded[r]]
     sentences = []
     if same:
-        sentences.append(message(language, "releases_same").format(releases=join(language, same)))
+        key = "releases_same_one" if len(same) == 1 else "releases_same"
+        sentences.append(message(language, key).format(releases=join(language, same)))
     for release in others:
         if differing[release]:
             sentences.append(message(language, "releases_differ").format(
@@ -348,6 +351,34 @@ def join(language: str, items: list[str]) -> str:
     if len(items) == 1:
         return items[0]
     return message(language, "list_separator").join(items[:-1]) + message(language, "list_and") + items[-1]
+
+
+def excerpt(first: str, second: str, context: int = 3) -> tuple[str, str]:
+    """The words in which two lines differ, each change with a few words around it.
+
+    Error messages run to a hundred words; a change is usually two of them.
+    """
+    from difflib import SequenceMatcher
+
+    a, b = first.split(" "), second.split(" ")
+    changed = [op for op in SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not changed:
+        return first, second
+
+    def cut(words: list[str], spans: list[tuple[int, int]]) -> str:
+        keep: list[tuple[int, int]] = []
+        for low, high in spans:
+            low, high = max(0, low - context), min(len(words), high + context)
+            if keep and low <= keep[-1][1]:
+                keep[-1] = (keep[-1][0], max(high, keep[-1][1]))
+            else:
+                keep.append((low, high))
+        parts = [" ".join(words[low:high]) for low, high in keep]
+        return (("… " if keep[0][0] else "") + " … ".join(parts)
+                + (" …" if keep[-1][1] < len(words) else ""))
+
+    return (cut(a, [(i1, i2) for _, i1, i2, _, _ in changed]),
+            cut(b, [(j1, j2) for _, _, _, j1, j2 in changed]))
 
 
 def table(header: list[str], rows: list[list[nodes.Node | str]]) -> nodes.table:
@@ -399,16 +430,16 @@ class TorchReleases(SphinxDirective):
             section = nodes.section("", nodes.title(title, title), ids=[f"torch-{old}-{new}".replace(".", "-")])
             section += nodes.paragraph("", say("releases_pair_summary", compared=compared, changed=len(changed)))
             if changed:
-                header = [say("releases_col_cell"), say("releases_col_kind"),
-                          say("releases_col_printed", release=old), say("releases_col_printed", release=new)]
+                header = [say("releases_col_cell"), say("releases_col_printed", release=old),
+                          say("releases_col_printed", release=new)]
                 table_rows = []
                 for d in changed:
                     current = d.cell if self._still_current(records[new], digests, d) else None
                     label = f"{d.page} #{d.cell}"
                     where = (cell_reference(label, label, page=d.page, cell=current) if current
                              else nodes.Text(label))
-                    table_rows.append([where, say(f"devices_kind_{d.kind}"),
-                                       nodes.literal(d.first, d.first), nodes.literal(d.second, d.second)])
+                    first, second = excerpt(d.first, d.second)
+                    table_rows.append([where, nodes.literal(first, first), nodes.literal(second, second)])
                 section += table(header, table_rows)
             out.append(section)
         return out

@@ -96,3 +96,8 @@ def test_a_cuda_record_is_held_against_the_cpu_record_of_its_own_release(tmp_pat
     assert devices.cpu_record_for(tmp_path, cuda)["torch"] == "2.15.0"  # no record of 2.11.0: cpu.json
     (tmp_path / "cpu-torch-2.11.0.json").write_text(json.dumps(record(torch="2.11.0+cpu")))
     assert devices.cpu_record_for(tmp_path, cuda)["torch"] == "2.11.0+cpu"
+
+
+def test_outputs_that_differ_only_in_blank_lines_are_reported_not_crashed_on():
+    [found] = differences(["x\n"], ["x\n\n\n"], cuda_torch="2.13.0+cu130")
+    assert found.kind == "behaviour"

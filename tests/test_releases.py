@@ -148,3 +148,17 @@ def test_the_pinned_release_is_recorded_as_the_build_printed_it():
     built = devices.load(RESULTS / "cpu.json")
     assert devices.release_of(built) == toolchain.pinned_torch()
     assert pinned["pages"] == built["pages"]
+
+
+def test_the_page_of_changes_shows_the_words_that_changed():
+    old = ("RuntimeError: one of the variables needed for gradient computation has been modified by an "
+           "inplace operation: which is output 0 of SigmoidBackward0, is at version 1; expected version 0")
+    new = old.replace("SigmoidBackward0", "Sigmoid")
+    assert releases.excerpt(old, new) == ("… output 0 of SigmoidBackward0, is at version …",
+                                          "… output 0 of Sigmoid, is at version …")
+    assert releases.excerpt("True\n", "False\n") == ("True\n", "False\n")
+    # Two changes far apart: each with its own context, the words between them left out.
+    hint = " Hint: one two three four five six seven with torch.autograd.set_detect_anomaly(True)."
+    assert releases.excerpt(old + hint, new + hint.replace("(True)", "(True, check_nan=False)")) == (
+        "… output 0 of SigmoidBackward0, is at version … six seven with torch.autograd.set_detect_anomaly(True).",
+        "… output 0 of Sigmoid, is at version … six seven with torch.autograd.set_detect_anomaly(True, check_nan=False).")

@@ -41,6 +41,9 @@ DEVICE_NOISE = [
 ]
 
 
+GLUED = "application/papermill.record/text/plain"
+
+
 def source_digest(source: str) -> str:
     return hashlib.sha256(source.encode("utf8")).hexdigest()[:16]
 
@@ -55,7 +58,9 @@ def output_text(output) -> str:
         text = f"{output['ename']}: {output['evalue']}"
     else:
         data = output.get("data", {})
-        text = data.get("text/plain") or "[" + ", ".join(sorted(data)) + "]"
+        # A glued value (myst-nb's glue) is recorded by what it shows on the page.
+        text = (data.get("text/plain") or data.get(GLUED)
+                or "[" + ", ".join(sorted(data)) + "]")
     return ADDRESS.sub(ADDRESS_PLACEHOLDER, text)
 
 

@@ -298,13 +298,14 @@ def download_link(app: Sphinx, docname: str) -> list[nodes.Node]:
     """Links to the page's executed notebook: to download, and on Colab."""
     text = message(app.config.language, "download_notebook")
     uri = "../" * docname.count("/") + f"{NOTEBOOKS}/{docname}.ipynb"
-    links = [nodes.Text(" "), nodes.reference(text, text, refuri=uri, classes=["book-notebook"])]
+    space = nodes.Text(message(app.config.language, "sentence_separator"))
+    links = [space.deepcopy(), nodes.reference(text, text, refuri=uri, classes=["book-notebook"])]
     if app.config.book_repository:
         code = Path(app.srcdir).name
         colab = (f"https://colab.research.google.com/github/{app.config.book_repository}"
                  f"/blob/notebooks/{code}/{docname}.ipynb")
         text = message(app.config.language, "open_in_colab")
-        links += [nodes.Text(" "), nodes.reference(text, text, refuri=colab, classes=["book-colab"])]
+        links += [space.deepcopy(), nodes.reference(text, text, refuri=colab, classes=["book-colab"])]
     return links
 
 

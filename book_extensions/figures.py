@@ -35,6 +35,9 @@ def record_graph(tensors: dict) -> nx.DiGraph:
     graph = nx.DiGraph()
     names = {id(t): name for name, t in tensors.items()}
     seen = set()
+    # Some torch releases hand out a new Python object for a node on each access; keeping
+    # every visited one alive stops a freed object's id() from being reused for another.
+    alive = []
 
     def node_key(fn) -> str:
         if type(fn).__name__ == "AccumulateGrad" and id(fn.variable) in names:
@@ -45,6 +48,7 @@ def record_graph(tensors: dict) -> nx.DiGraph:
         if fn is None or id(fn) in seen:
             return
         seen.add(id(fn))
+        alive.append(fn)
         key = node_key(fn)
         if key not in graph:
             is_tensor = key in tensors

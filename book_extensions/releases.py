@@ -121,6 +121,34 @@ def changes(old: dict, new: dict, digests: dict[str, list[str]] | None = None) -
     return devices.compare(old, new, digests, rules_for(devices.release_of(old), devices.release_of(new)))
 
 
+def excerpt(first: str, second: str, context: int = 3) -> tuple[str, str]:
+    """The words in which two lines differ, each change with a few words around it.
+
+    Error messages run to a hundred words; a change is usually two of them.
+    """
+    from difflib import SequenceMatcher
+
+    a, b = first.split(" "), second.split(" ")
+    changed = [op for op in SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not changed:
+        return first, second
+
+    def cut(words: list[str], spans: list[tuple[int, int]]) -> str:
+        keep: list[tuple[int, int]] = []
+        for low, high in spans:
+            low, high = max(0, low - context), min(len(words), high + context)
+            if keep and low <= keep[-1][1]:
+                keep[-1] = (keep[-1][0], max(high, keep[-1][1]))
+            else:
+                keep.append((low, high))
+        parts = [" ".join(words[low:high]) for low, high in keep]
+        return (("… " if keep[0][0] else "") + " … ".join(parts)
+                + (" …" if keep[-1][1] < len(words) else ""))
+
+    return (cut(a, [(i1, i2) for _, i1, i2, _, _ in changed]),
+            cut(b, [(j1, j2) for _, _, _, j1, j2 in changed]))
+
+
 def cell_outputs(cell) -> list[str]:
     """An executed notebook cell's outputs as a record holds them."""
     return [devices.output_text(o) for o in devices.joined_streams(cell.get("outputs", []))]
@@ -139,7 +167,8 @@ def report_changes(results: Path, docs: Path, pairs: list[tuple[str, str]]) -> i
         compared = sum(len(cells) for cells in records[0]["pages"].values())
         print(f"torch {old} -> {new}: {compared} cells compared, {len(found)} changed")
         for d in found:
-            print(f"  docs/en/{d.page}.md code cell {d.cell}: {d.kind}: {d.detail}")
+            first, second = excerpt(d.first, d.second) if d.kind == "behaviour" else (d.first, d.second)
+            print(f"  docs/en/{d.page}.md code cell {d.cell}: {first!r} -> {second!r}")
         total += len(found)
     return total
 
@@ -331,54 +360,30 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
                                         nodes.literal_block(text, text, language="none"))
     if not others:
         return []
+    # Releases that differ in the same cells say so in one sentence.
     same = [r for r in others if not differing[r] and not unrecorded[r]]
-    sentences = []
-    if same:
-        key = "releases_same_one" if len(same) == 1 else "releases_same"
-        sentences.append(message(language, key).format(releases=join(language, same)))
+    groups: dict[tuple[int, ...], list[str]] = {}
     for release in others:
         if differing[release]:
-            sentences.append(message(language, "releases_differ").format(
-                release=release, count=len(differing[release])))
+            groups.setdefault(tuple(differing[release]), []).append(release)
+    sentences = []
+    if same:
+        sentences.append(message(language, "releases_same").format(releases=join(language, same)))
+    for cells, which in groups.items():
+        key = "releases_differ_one" if len(cells) == 1 else "releases_differ"
+        sentences.append(message(language, key).format(releases=join(language, which), count=len(cells)))
+    for release in others:
         if unrecorded[release]:
             sentences.append(message(language, "releases_unrecorded").format(
                 release=release, count=unrecorded[release]))
-    text = message(language, "sentence_separator").join(sentences)
-    return [nodes.Text(message(language, "sentence_separator") + text)]
+    separator = message(language, "sentence_separator")
+    return [nodes.Text(separator + separator.join(sentences))]
 
 
 def join(language: str, items: list[str]) -> str:
     if len(items) == 1:
         return items[0]
     return message(language, "list_separator").join(items[:-1]) + message(language, "list_and") + items[-1]
-
-
-def excerpt(first: str, second: str, context: int = 3) -> tuple[str, str]:
-    """The words in which two lines differ, each change with a few words around it.
-
-    Error messages run to a hundred words; a change is usually two of them.
-    """
-    from difflib import SequenceMatcher
-
-    a, b = first.split(" "), second.split(" ")
-    changed = [op for op in SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
-    if not changed:
-        return first, second
-
-    def cut(words: list[str], spans: list[tuple[int, int]]) -> str:
-        keep: list[tuple[int, int]] = []
-        for low, high in spans:
-            low, high = max(0, low - context), min(len(words), high + context)
-            if keep and low <= keep[-1][1]:
-                keep[-1] = (keep[-1][0], max(high, keep[-1][1]))
-            else:
-                keep.append((low, high))
-        parts = [" ".join(words[low:high]) for low, high in keep]
-        return (("… " if keep[0][0] else "") + " … ".join(parts)
-                + (" …" if keep[-1][1] < len(words) else ""))
-
-    return (cut(a, [(i1, i2) for _, i1, i2, _, _ in changed]),
-            cut(b, [(j1, j2) for _, _, _, j1, j2 in changed]))
 
 
 def table(header: list[str], rows: list[list[nodes.Node | str]]) -> nodes.table:
@@ -435,11 +440,10 @@ class TorchReleases(SphinxDirective):
                 table_rows = []
                 for d in changed:
                     current = d.cell if self._still_current(records[new], digests, d) else None
-                    label = f"{d.page} #{d.cell}"
-                    where = (cell_reference(label, label, page=d.page, cell=current) if current
-                             else nodes.Text(label))
-                    first, second = excerpt(d.first, d.second)
-                    table_rows.append([where, nodes.literal(first, first), nodes.literal(second, second)])
+                    where = cell_reference("", "", page=d.page, cell=d.cell, link=bool(current))
+                    shown = [nodes.literal(text, text) if text.strip() else nodes.emphasis("", say("releases_nothing"))
+                             for text in excerpt(d.first, d.second)]
+                    table_rows.append([where, *shown])
                 section += table(header, table_rows)
             out.append(section)
         return out
@@ -454,9 +458,16 @@ class TorchReleases(SphinxDirective):
 
 
 def resolve_cell_references(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Name the cell by its page's title (known once every page is read), linked when current."""
     for node in list(doctree.findall(cell_reference)):
-        uri = app.builder.get_relative_uri(docname, node["page"]) + f"#cell-{node['cell']}"
-        node.replace_self(nodes.reference(node.astext(), node.astext(), refuri=uri, internal=True))
+        page, cell = node["page"], node["cell"]
+        title = app.env.titles[page].astext() if page in app.env.titles else page
+        text = message(app.config.language, "releases_cell").format(page=title, cell=cell)
+        if not node["link"]:
+            node.replace_self(nodes.Text(text))
+            continue
+        uri = app.builder.get_relative_uri(docname, page) + f"#cell-{cell}"
+        node.replace_self(nodes.reference(text, text, refuri=uri, internal=True))
 
 
 def records_changed(app: Sphinx, env, added, changed, removed) -> list[str]:

@@ -112,8 +112,9 @@ def test_an_older_release_that_printed_something_else_is_shown_under_the_cell(tm
     build = build_book(docs, tmp_path, sphinx=("-D", f"book_results_dir={results}",
                                                "-D", f"book_releases_file={listing}"))
     assert build.returncode == 0, build.output
-    for language, printed, differ in (("en", "torch 1.0.0 printed this instead", "On torch 1.0.0, the output of 1 of these cells differs"),
-                                      ("zh", "torch 1.0.0 的输出与此不同", "在 torch 1.0.0 上，有 1 个单元")):
+    for language, printed, differ in (("en", "Output on torch 1.0.0 (differs from the above)",
+                                       "On torch 1.0.0, 1 cell prints something else"),
+                                      ("zh", "torch 1.0.0 上的输出（与上面不同）", "在 torch 1.0.0 上，有 1 个代码单元的输出不同")):
         page = (build.site() / language / "index.html").read_text(encoding="utf8")
         cells = page.split('id="cell-')
         assert len(cells) == 3, language  # every code cell has an anchor
@@ -125,6 +126,7 @@ def test_an_older_release_that_printed_something_else_is_shown_under_the_cell(tm
         # The page of changes links the changed cell.
         changes = re.sub(r"<[^>]+>", "", page.split("book-releases")[-1])
         assert 'href="#cell-2"' in page and "what an old release printed" in changes
+        assert re.search(r'href="#cell-2">(Release notes, cell 2|版本说明，第 2 个代码单元)</a>', page)
 
 
 # --- the book's own records -------------------------------------------------------

@@ -164,3 +164,23 @@ def test_the_page_of_changes_shows_the_words_that_changed():
     assert releases.excerpt(old + hint, new + hint.replace("(True)", "(True, check_nan=False)")) == (
         "… output 0 of SigmoidBackward0, is at version … six seven with torch.autograd.set_detect_anomaly(True).",
         "… output 0 of Sigmoid, is at version … six seven with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def test_comparing_two_named_releases_fails_on_any_change(tmp_path):
+    # What `nox -s newest-torch` ends with: the cells to read before moving the pin.
+    docs = FIXTURES / "release_notes" / "docs"
+    [first, second] = devices.current_digests(docs)["index"]
+    for release, printed in (("2.15.0", "old wording\n"), ("2.16.0", "new wording\n"), ("2.16.1", "new wording\n")):
+        data = record(release, [])
+        data["pages"] = {"index": [{"source": first, "outputs": ["same\n"]}, {"source": second, "outputs": [printed]}]}
+        releases.record_path(tmp_path, release).write_text(json.dumps(data))
+    run = lambda *args: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "book_extensions.releases", "changes", "--results", str(tmp_path),
+         "--docs", str(docs), *args], capture_output=True, text=True)
+    changed = run("--from", "2.15.0", "--to", "2.16.0")
+    assert changed.returncode == 1
+    assert "torch 2.15.0 -> 2.16.0: 2 cells compared, 1 changed" in changed.stdout
+    assert "docs/en/index.md code cell 2: 'old wording' -> 'new wording'" in changed.stdout
+    assert run("--from", "2.16.0", "--to", "2.16.1").returncode == 0
+    missing = run("--from", "2.15.0", "--to", "2.17.0")
+    assert missing.returncode == 2 and "no record of torch 2.17.0" in missing.stderr

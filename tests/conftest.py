@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from book_extensions.weight import CHROMIUM_FLAGS, chromium_path, serve
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -54,3 +57,49 @@ def book(tmp_path_factory):
     build = build_book(ROOT / "docs", work, cache=ROOT / ".jupyter_cache")
     assert build.returncode == 0, build.output
     return build
+
+
+# --- the built book in a real browser (Debian's Chromium, driven by Playwright) ---------
+
+SCREENSHOTS = ROOT / "_build" / "screenshots"  # test artifacts
+
+
+@pytest.fixture(scope="module")
+def site(book):
+    with serve(book.site()) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(chromium_path()):
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, site):
+    context = browser.new_context(base_url=site)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site)
+    page = context.new_page()
+    page.problems = []
+    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
+    page.on("pageerror", lambda e: page.problems.append(f"page error: {e}"))
+
+    def only_local(route):
+        if route.request.url.startswith(site):
+            route.continue_()
+        else:
+            page.problems.append(f"request to {route.request.url}")
+            route.abort()
+
+    page.route("**/*", only_local)
+    yield page
+    context.close()

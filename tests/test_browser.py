@@ -6,59 +6,13 @@ counted as a failure. Screenshots land in _build/screenshots/ as artifacts.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from book_extensions.weight import CHROMIUM_FLAGS, chromium_path, serve
-from conftest import ROOT
+from conftest import SCREENSHOTS
 
 pytestmark = pytest.mark.book
-
-SCREENSHOTS = ROOT / "_build" / "screenshots"
-
-
-@pytest.fixture(scope="module")
-def site(book):
-    with serve(book.site()) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(chromium_path()):
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser, site):
-    context = browser.new_context(base_url=site)
-    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site)
-    page = context.new_page()
-    page.problems = []
-    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
-    page.on("pageerror", lambda e: page.problems.append(f"page error: {e}"))
-
-    def only_local(route):
-        if route.request.url.startswith(site):
-            route.continue_()
-        else:
-            page.problems.append(f"request to {route.request.url}")
-            route.abort()
-
-    page.route("**/*", only_local)
-    yield page
-    context.close()
-
 
 def pages(book, language):
     skip = {"genindex.html", "search.html"}

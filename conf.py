@@ -54,7 +54,10 @@ html_theme = "sphinx_book_theme"
 html_theme_options = {
     "show_toc_level": 2,
     "use_download_button": False,
+    # The licences and the report/edit links (book_extensions/templates/book-footer.html).
+    "footer_content_items": ["author.html", "copyright.html", "book-footer.html"],
 }
+html_favicon = "book_extensions/static/favicon.svg"
 # Follow the reader's system colours; unset, the theme logs an error in the console.
 html_context = {"default_mode": "auto"}
 html_last_updated_fmt = None

@@ -3,6 +3,9 @@
 - Open Graph tags on every page (title, description, locale, and the URL when
   ``book_base_url`` is set);
 - only the theme's message catalogs of the language built;
+- in every page's footer, in the reader's language: the licences (text CC BY-SA 4.0,
+  code MIT-0; see LICENSE) and, when ``book_repository`` is set, links to report a
+  mistake on the page and to edit its source;
 - at the site root, beside the language chooser: a bilingual ``404.html``,
   ``robots.txt`` and, when ``book_base_url`` is set (a sitemap needs absolute
   URLs), ``sitemap.xml`` with every page's ``hreflang`` alternates.
@@ -19,6 +22,12 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 from .languages import current_language, source_pages
+from .messages import message
+
+LICENCES = {
+    "text": ("CC BY-SA 4.0", "https://creativecommons.org/licenses/by-sa/4.0/"),
+    "code": ("MIT-0", "https://spdx.org/licenses/MIT-0.html"),
+}
 
 
 def description(doctree: nodes.document | None, limit: int = 200) -> str:
@@ -29,6 +38,28 @@ def description(doctree: nodes.document | None, limit: int = 200) -> str:
              if "book-provenance" not in p["classes"]]
     text = next((t for t in texts if len(t) > 40), texts[0] if texts else "")
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
+
+
+def link(text: str, href: str) -> str:
+    return f'<a href="{escape(href)}">{escape(text)}</a>'
+
+
+def add_footer(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    from urllib.parse import quote, urlencode
+
+    say = lambda key: message(app.config.language, key)  # noqa: E731
+    licences = {kind: link(*LICENCES[kind]) for kind in LICENCES}
+    footer = say("footer_licence").format(**licences)
+    repository = app.config.book_repository
+    if repository and doctree is not None:
+        code = current_language(app.config)["code"]
+        source = f"docs/{code}/{pagename}.md"
+        issue = urlencode({"title": f"{source}: ", "body": f"Page: {source}\n\n"}, quote_via=quote)
+        footer += "<br/>" + " · ".join([
+            link(say("footer_report"), f"https://github.com/{repository}/issues/new?{issue}"),
+            link(say("footer_edit"), f"https://github.com/{repository}/edit/main/{source}"),
+        ])
+    context["book_footer"] = footer
 
 
 def add_open_graph(app: Sphinx, pagename, templatename, context, doctree) -> None:
@@ -122,4 +153,5 @@ def write_site_files(app: Sphinx, exception: Exception | None) -> None:
 
 def setup(app: Sphinx) -> None:
     app.connect("html-page-context", add_open_graph)
+    app.connect("html-page-context", add_footer)
     app.connect("build-finished", write_site_files)

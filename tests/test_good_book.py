@@ -8,7 +8,7 @@ import pytest
 
 from book_extensions.offline import check_site
 from book_extensions.execution import EXECUTIONS_FILE
-from conftest import FIXTURES, build_book
+from conftest import FIXTURES, ROOT, build_book
 from site_checks import ALLOWED_IN_ZH, english_words, search
 
 
@@ -149,9 +149,35 @@ def test_pages_are_shareable_and_the_site_findable(tmp_path):
     assert "Sitemap: https://book.example/ctg/sitemap.xml" in (site / "robots.txt").read_text()
     assert ('href="https://colab.research.google.com/github/owner/book/blob/notebooks/zh/second.ipynb">'
             '在 Colab 中打开。') in zh
+    # Where to report a mistake or edit this very page, in the reader's language.
+    assert ('<a href="https://github.com/owner/book/issues/new?title=docs%2Fzh%2Fsecond.md%3A%20&amp;'
+            'body=Page%3A%20docs%2Fzh%2Fsecond.md%0A%0A">报告本页的错误</a>') in zh
+    assert '<a href="https://github.com/owner/book/edit/main/docs/zh/second.md">编辑本页</a>' in zh
     not_found = (site / "404.html").read_text(encoding="utf8")
     assert 'href="https://book.example/ctg/zh/index.html">回到本书首页' in not_found
     assert 'href="https://book.example/ctg/en/index.html">Go to the start of the book' in not_found
+
+
+def test_every_page_states_its_licences_in_its_language_and_has_a_favicon(good):
+    for language, licence in (("en", "Text: <a href=\"https://creativecommons.org/licenses/by-sa/4.0/\">CC BY-SA 4.0</a>. "
+                                     "Code: <a href=\"https://spdx.org/licenses/MIT-0.html\">MIT-0</a>."),
+                              ("zh", "文字采用 <a href=\"https://creativecommons.org/licenses/by-sa/4.0/\">CC BY-SA 4.0</a> 许可协议")):
+        for page in ("index.html", "second.html"):
+            html = (good.site() / language / page).read_text(encoding="utf8")
+            assert licence in html, (language, page)
+            assert "issues/new" not in html  # no repository set: no report link
+            assert '<link rel="icon" href="_static/favicon.svg"/>' in html
+
+
+def test_the_licences_and_citation_are_complete():
+    assert "LICENSES/CC-BY-SA-4.0.txt" in (ROOT / "LICENSE").read_text() and "LICENSES/MIT-0.txt" in (ROOT / "LICENSE").read_text()
+    assert "Attribution-ShareAlike 4.0 International" in (ROOT / "LICENSES" / "CC-BY-SA-4.0.txt").read_text()
+    assert "MIT No Attribution" in (ROOT / "LICENSES" / "MIT-0.txt").read_text()
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
+                             "vendor.citation-file-format", str(ROOT / "CITATION.cff")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_every_page_offers_its_executed_notebook_in_its_language(good):

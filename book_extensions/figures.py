@@ -3,20 +3,34 @@
 Runs inside a page's kernel (the build puts the repository on the kernel's
 ``PYTHONPATH``)::
 
+    from myst_nb import glue
     from book_extensions.figures import autograd_graph
-    autograd_graph(a=a, out=out, c=c)
+    glue("graph-after-detach", autograd_graph(a=a, out=out, c=c), display=False)
 
 draws the graph autograd recorded behind the named tensors by walking
 ``grad_fn.next_functions``: boxes are graph nodes (``SigmoidBackward0``...), rounded
 boxes are the named tensors, and a named tensor with no ``grad_fn`` stands alone,
 which is what a cut looks like. Every label is a name from the code, so one figure
-serves every language; captions belong in the page's prose. The SVG is deterministic
+serves every language. What is said about it is the page's prose, in each language:
+the cell (tagged ``remove-cell``, byte-identical in every language) only glues the
+figure, and the prose pastes it with its own alt text and caption::
+
+    ```{glue:figure} graph-after-detach
+    :alt: The autograd graph: a leads through SigmoidBackward0 to out; c stands alone.
+
+    The caption.
+    ```
+
+The SVG states its natural width, so a page shows it at most that wide, and Sphinx
+links a figure of stated size to its full-size file (``html_scaled_image_link``):
+on a phone, where it is scaled down, a tap opens it whole. The SVG is deterministic
 (no dates, fixed ids), so two builds produce the same bytes.
 """
 
 from __future__ import annotations
 
 import io
+import re
 
 import matplotlib
 
@@ -109,4 +123,6 @@ def autograd_graph(**tensors) -> SVG:
         buffer = io.StringIO()
         figure.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
         plt.close(figure)
-    return SVG(buffer.getvalue())
+    svg = buffer.getvalue()
+    width_pt = float(re.search(r'<svg[^>]* width="([\d.]+)pt"', svg).group(1))
+    return SVG(svg, metadata={"width": round(width_pt * 96 / 72)})  # CSS pixels

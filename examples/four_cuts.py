@@ -4,6 +4,7 @@ For each of ``.data``, ``.detach()``, ``.detach_()`` and ``.clone()``: build
 ``out = a.sigmoid()`` afresh, take ``c`` from ``out`` with the tool, zero ``c`` in
 place, then backpropagate through ``out``. The table says what ``c`` shares with
 ``out`` and what the backward pass gave: the right gradient, a wrong one, or an error.
+It is printed as Markdown text, and rendered as a table in Jupyter.
 """
 
 import torch
@@ -47,14 +48,42 @@ def run(tool) -> dict:
     }
 
 
-def main() -> None:
-    rows = {name: run(tool) for name, tool in TOOLS.items()}
-    columns = list(next(iter(rows.values())))
-    width = max(map(len, rows))
-    print(" " * width, *(f"{c:<16}" for c in columns[:-1]), columns[-1])
+# Each column of run()'s rows and its heading. What backward gave comes first: on a
+# narrow screen it is the column read before scrolling.
+COLUMNS = {
+    "backward": "backward",
+    "c is out": "`c is out`",
+    "shares storage": "shares storage",
+    "shares version": "shares version",
+    "c.requires_grad": "`c.requires_grad`",
+}
+
+
+def markdown_table(rows: dict) -> str:
+    """The rows as a Markdown table: rendered in a notebook, still legible as text."""
+    lines = ["| tool | " + " | ".join(COLUMNS.values()) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
     for name, row in rows.items():
-        cells = [f"{str(row[c]):<16}" for c in columns[:-1]]
-        print(f"{name:<{width}}", *cells, row[columns[-1]])
+        lines.append(f"| `{name}` | " + " | ".join(str(row[c]) for c in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def in_ipython() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+def main() -> None:
+    table = markdown_table({name: run(tool) for name, tool in TOOLS.items()})
+    if in_ipython():
+        # In Jupyter (and in the book) the table is rendered; its text is the plain view.
+        from IPython.display import display
+
+        display({"text/markdown": table, "text/plain": table}, raw=True)
+    else:
+        print(table)
 
 
 if __name__ == "__main__":

@@ -28,3 +28,28 @@ def test_four_cuts():
     assert "does not require grad" in rows[".detach_()"]["backward"]
     assert not rows[".clone()"]["shares storage"] and rows[".clone()"]["c.requires_grad"]
     assert rows[".clone()"]["backward"].endswith("(right)")
+
+
+def test_four_cuts_prints_one_markdown_table_row_per_tool():
+    # The book renders this text as a table (myst-nb, gfm): a stray "|" in a message, or a
+    # row of another width, would break it.
+    result = subprocess.run([sys.executable, str(EXAMPLES / "four_cuts.py")],
+                            capture_output=True, text=True, timeout=120)
+    header, rule, *rows = result.stdout.strip().splitlines()
+    assert header.startswith("| tool | backward |") and rule == "|---" * 6 + "|"
+    assert [row.split(" | ")[0] for row in rows] == ["| `.data`", "| `.detach()`", "| `.detach_()`", "| `.clone()`"]
+    assert all(line.count("|") == 7 for line in [header, *rows]), rows
+
+
+def test_four_cuts_shows_a_table_in_jupyter():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shown = []
+    shell.display_pub.publish = lambda data, metadata=None, **kwargs: shown.append(data)
+    try:
+        shell.run_cell(f"%run {EXAMPLES / 'four_cuts.py'}")
+    finally:
+        InteractiveShell.clear_instance()
+    assert len(shown) == 1 and shown[0]["text/markdown"].startswith("| tool | backward |")
+    assert shown[0]["text/plain"] == shown[0]["text/markdown"]  # what records compare

@@ -39,7 +39,7 @@ book_base_url = ""
 book_repository = ""
 
 language = "en"
-copyright = "2026, {author}"
+copyright = "2026 {author}"
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 nitpicky = True  # a reference that resolves to nothing is a broken link
 
@@ -55,7 +55,8 @@ html_theme_options = {
     "show_toc_level": 2,
     "use_download_button": False,
     # The licences and the report/edit links (book_extensions/templates/book-footer.html).
-    "footer_content_items": ["author.html", "copyright.html", "book-footer.html"],
+    # The copyright line names the authors, so the theme's "By …" line is left out.
+    "footer_content_items": ["copyright.html", "book-footer.html"],
 }
 html_favicon = "book_extensions/static/favicon.svg"
 # Follow the reader's system colours; unset, the theme logs an error in the console.

@@ -7,18 +7,28 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.execution`: the kernel's device, the execution cache, checks on every
   executed cell, clean outputs and each page's provenance line;
 - :mod:`.parity`: the two languages have the same pages, code and structure;
+- :mod:`.search`: the Chinese search language and the in-browser ranking of results;
+- :mod:`.layout`: outputs, tables and inline code that read on a phone and in print;
 - :mod:`.prose`: no sentence names the torch release that built it;
 - :mod:`.offline`: the built site loads nothing from other hosts;
 - :mod:`.devices`: CPU and CUDA records and their comparison page;
 - :mod:`.releases`: records under older torch releases, and what changed between them;
 - :mod:`.site`: Open Graph tags, 404 page, robots.txt and sitemap.xml;
 - :mod:`.provenance`: the page that says what built the book.
+
+Workarounds for upstream bugs, to drop once fixed there:
+
+- ``static/book.js``: the site menu and page contents buttons that readers see do
+  nothing, since the theme binds the first such button, a hidden one
+  (pydata-sphinx-theme#2451, sphinx-book-theme#988); the script hands their clicks
+  to it. Without it, tests/test_browser_navigation.py shows whether the theme still
+  needs it.
 """
 
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions.<tool>`` imports only what it needs.
-    from . import devices, execution, languages, offline, parity, prose, provenance, releases, site
+    from . import devices, execution, languages, layout, offline, parity, prose, provenance, releases, site
 
-    for module in (languages, execution, parity, prose, offline, devices, releases, site, provenance):
+    for module in (languages, layout, execution, parity, prose, offline, devices, releases, site, provenance):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -6,7 +6,8 @@ from ``docs/<code>/`` into ``<site>/<code>/``. This module
 - applies what depends on the language (project name, search, myst-nb prompts,
   the html ``lang`` attribute);
 - gives every page ``<link rel="alternate" hreflang>`` for each language plus
-  ``x-default``, and a visible switch to the same page in the other languages;
+  ``x-default``, and a visible switch to the same page in the other languages (in
+  the side bar and in the top bar);
 - writes the site's root page, which sends visitors to the language their
   browser prefers and links to all of them.
 """
@@ -21,15 +22,14 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
-from sphinx.search.zh import SearchChinese
 from sphinx.util import logging
 
+from . import search
 from .messages import message
 
 logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
-ZH_SEARCH_TERMS = "search_terms.zh.txt"
 
 
 def current_language(config: Config) -> dict:
@@ -57,15 +57,14 @@ def configure_language(app: Sphinx, config: Config) -> None:
     config.author = entry.get("author", config.author)
     config.copyright = config.copyright.replace("{author}", config.author)
     config.html_theme_options = {
+        # The other languages in the top bar, beside the theme's buttons: reachable on
+        # a phone without opening the site menu.
+        "article_header_end": ["book-language-links.html", "article-header-buttons.html"],
         **config.html_theme_options,
         "search_bar_text": message(config.language, "search_placeholder"),
     }
     config.nb_code_prompt_show = message(config.language, "code_prompt_show")
     config.nb_code_prompt_hide = message(config.language, "code_prompt_hide")
-    terms = srcdir.parent / ZH_SEARCH_TERMS
-    if config.language.startswith("zh") and terms.is_file():
-        # jieba splits 计算图 into 计算 + 图 unless told the book's terms.
-        config.html_search_options = {**(config.html_search_options or {}), "dict": str(terms)}
     if not config.html_sidebars:
         config.html_sidebars = {"**": [
             "navbar-logo.html", "book-language-switch.html",
@@ -215,36 +214,6 @@ def write_root_page(app: Sphinx, exception: Exception | None) -> None:
     (outdir.parent / "index.html").write_text(page, encoding="utf8")
 
 
-class LazyChineseSearch(SearchChinese):
-    """Sphinx's Chinese search, with two changes.
-
-    It loads jieba's dictionary only when a page is indexed (the stock class loads
-    it, 0.6 s, on every build), and it keeps one-letter Latin words: the browser
-    splits a pasted "Can't call numpy()" into can + t + call + numpy and wants
-    every word, so an index without "t" finds nothing.
-    """
-
-    # Sphinx 9.0 names the browser's stemmer after language_name ("ChineseStemmer"),
-    # but ships the English one for Chinese: without this, search.html and every
-    # page's search box fail with "ChineseStemmer is not defined".
-    language_name = "English"
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self._user_dict = options.get("dict")
-        super().__init__({"dict": ""})  # an empty path: the parent loads nothing
-
-    def split(self, input: str) -> list[str]:
-        if self._user_dict:
-            from jieba import load_userdict
-
-            load_userdict(self._user_dict)
-            self._user_dict = None
-        return super().split(input)
-
-    def word_filter(self, stemmed_word: str) -> bool:
-        return len(stemmed_word) > 1 or stemmed_word.isascii()
-
-
 def compile_catalogs(app: Sphinx) -> Path:
     """Compile the .po files of locale/ into the doctree folder and return it."""
     from babel.messages.mofile import write_mo
@@ -266,7 +235,7 @@ def setup(app: Sphinx) -> None:
     catalogs = compile_catalogs(app)
     app.add_message_catalog("booktheme", str(catalogs))
     app.add_message_catalog("sphinx", str(catalogs))
-    app.add_search_language(LazyChineseSearch)
+    search.setup(app)  # the search language, ranking and search box: search.py
     app.add_config_value("book_languages", [], "env", list)
     app.add_config_value("book_base_url", "", "html", str)
     app.connect("config-inited", configure_language)
@@ -275,4 +244,5 @@ def setup(app: Sphinx) -> None:
     app.connect("env-get-outdated", rewrite_when_other_languages_change)
     app.connect("build-finished", write_root_page)
     app.add_css_file("book.css")
+    app.add_css_file("book-navigation.css")
     app.add_js_file("book.js", loading_method="defer")

@@ -4,7 +4,10 @@ Every language has the same page files, and each page has the same notebook
 front matter, the same code cells (count, order, source and metadata: which is
 also what makes the second language a pure cache hit), the same doctest blocks
 and the same section structure (heading levels and explicit ``(label)=`` targets).
-Prose is free.
+Prose is free, but every section must get the same anchor in every language: a
+heading without a ``(label)=`` above it is refused when the id that docutils makes
+from its text differs between languages (``自测`` becomes ``id8``, not
+``check-yourself``), since the language switch carries the reader's section over.
 
 Run by the build of each non-default language, comparing it with the default one,
 and on its own: ``python -m book_extensions.parity docs``.
@@ -17,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from docutils.nodes import make_id
 from myst_nb.core.read import read_myst_markdown_notebook
 from myst_parser.config.main import MdParserConfig
 from markdown_it.renderer import RendererHTML
@@ -38,27 +42,50 @@ class Page:
     headings: list[int]
     labels: list[str]
     checked_blocks: list[str]
+    # Per heading: its text, and whether a (label)= stands right above it.
+    titles: list[tuple[str, bool]] = ()
+
+    def anchors(self) -> list[str | None]:
+        """Per heading, the id docutils would give it, or None when a label names it.
+
+        "" stands for no id of its own: the text has no ASCII letter (``自测`` gets a
+        number, ``id8``), or another heading or a label of the page wants the same id.
+        """
+        made = [make_id(text) for text, _ in self.titles]  # labelled ones keep theirs too
+        taken = made + self.labels
+        return [None if labelled else a if taken.count(a) == 1 else ""
+                for a, (_, labelled) in zip(made, self.titles)]
+
+
+HEADING_TEXT = ("text", "code_inline")
 
 
 def read_page(path: Path) -> Page:
     notebook = read_myst_markdown_notebook(path.read_text(encoding="utf8"), path=str(path))
     parser = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "deflist"}), RendererHTML)
-    code_cells, headings, labels, blocks = [], [], [], []
+    code_cells, headings, labels, blocks, titles = [], [], [], [], []
     for cell in notebook.cells:
         if cell.cell_type == "code":
             code_cells.append((cell.source, dict(cell.metadata)))
             continue
         if cell.cell_type != "markdown":
             continue
-        for token in parser.parse(cell.source):
+        tokens = parser.parse(cell.source)
+        for index, token in enumerate(tokens):
             if token.type == "heading_open":
                 headings.append(int(token.tag[1:]))
+                text = "".join(c.content for c in tokens[index + 1].children or () if c.type in HEADING_TEXT)
+                titles.append((text, index > 0 and tokens[index - 1].type == "myst_target"))
             elif token.type == "myst_target":
                 labels.append(token.content)
             elif token.type in ("fence", "colon_fence") and token.info.split(" ")[0] in CHECKED_FENCES:
                 blocks.append(token.content)
     metadata = {k: v for k, v in notebook.metadata.items() if k != "source_map"}
-    return Page(metadata, code_cells, headings, labels, blocks)
+    return Page(metadata, code_cells, headings, labels, blocks, titles)
+
+
+def shown(anchor: str | None) -> str:
+    return f"#{anchor}" if anchor else "no id of its own (a number: #id1, #id2…)"
 
 
 def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
@@ -83,6 +110,13 @@ def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
         return f"heading {number} is level {page.headings[number - 1]}, in {ref_name} level {reference.headings[number - 1]}"
     if page.labels != reference.labels:
         return f"its labels {page.labels} differ from {ref_name}'s {reference.labels}"
+    for number, (mine, theirs) in enumerate(zip(page.anchors(), reference.anchors()), start=1):
+        if (mine is None) != (theirs is None):
+            return f"heading {number} has a (label)= right above it in one language only"
+        if mine != theirs or mine == "":
+            return (f"heading {number} \"{page.titles[number - 1][0]}\" has no label and gets {shown(mine)}, "
+                    f"{ref_name}'s \"{reference.titles[number - 1][0]}\" gets {shown(theirs)}: "
+                    f"put the same (label)= above it in both languages")
     if page.checked_blocks != reference.checked_blocks:
         return f"its doctest blocks differ from {ref_name}'s"
     return None

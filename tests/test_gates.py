@@ -71,6 +71,15 @@ def test_a_zh_page_whose_code_differs_fails_parity(build_fixture):
     assert "parity: docs/zh/index.md code cell 2 differs from en/index.md's at its line 1" in build.output
 
 
+def test_a_heading_whose_id_differs_between_languages_fails_parity(build_fixture):
+    # The language switch carries the reader's section over: its id must exist in both.
+    build = build_fixture("zh_anchor_differs", "html", "--language", "zh")
+    assert build.returncode != 0
+    assert_reported(build.output, [("parity: docs/zh/index.md", (
+        'heading 3 "自测" has no label and gets no id of its own (a number: #id1, #id2…), '
+        'en/index.md\'s "Check yourself" gets #check-yourself: put the same (label)= above it in both languages'))])
+
+
 def test_a_page_in_one_language_only_fails_parity(build_fixture):
     build = build_fixture("one_language", "html", "--language", "zh")
     assert build.returncode != 0

@@ -47,15 +47,38 @@ def page(tmp_path: Path, name: str, body: str) -> parity.Page:
 
 
 def test_parity_ignores_prose_but_not_structure(tmp_path):
-    en = page(tmp_path, "en.md", "# Title\n\n(lab)=\n## Part\n\nWords.\n\n```{code-cell} ipython3\nx = 1\n```\n")
-    zh = page(tmp_path, "zh.md", "# 标题\n\n(lab)=\n## 部分\n\n文字。\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    en = page(tmp_path, "en.md", "# `x`\n\n(lab)=\n## Part\n\nWords.\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    zh = page(tmp_path, "zh.md", "# `x`\n\n(lab)=\n## 部分\n\n文字。\n\n```{code-cell} ipython3\nx = 1\n```\n")
     assert parity.first_difference(zh, en, "en") is None
-    fewer = page(tmp_path, "a.md", "# 标题\n\n(lab)=\n文字。\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    fewer = page(tmp_path, "a.md", "# `x`\n\n(lab)=\n文字。\n\n```{code-cell} ipython3\nx = 1\n```\n")
     assert parity.first_difference(fewer, en, "en") == "it has 1 headings, en has 2"
-    relabel = page(tmp_path, "b.md", "# 标题\n\n(other)=\n## 部分\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    relabel = page(tmp_path, "b.md", "# `x`\n\n(other)=\n## 部分\n\n```{code-cell} ipython3\nx = 1\n```\n")
     assert parity.first_difference(relabel, en, "en") == "its labels ['other'] differ from en's ['lab']"
-    tagged = page(tmp_path, "c.md", "# 标题\n\n(lab)=\n## 部分\n\n```{code-cell} ipython3\n:tags: [hide-input]\nx = 1\n```\n")
+    tagged = page(tmp_path, "c.md", "# `x`\n\n(lab)=\n## 部分\n\n```{code-cell} ipython3\n:tags: [hide-input]\nx = 1\n```\n")
     assert parity.first_difference(tagged, en, "en").startswith("code cell 1 has metadata")
+
+
+def test_parity_wants_the_same_section_ids(tmp_path):
+    # A heading's id comes from its label, else from its ASCII letters and digits, else a number.
+    en = page(tmp_path, "en.md", "(t)=\n# Title\n\n## `detach()` and `data`\n\n## Check yourself\n")
+    same = page(tmp_path, "zh.md", "(t)=\n# 标题\n\n## `detach()` 与 `data`\n\n## 自测\n")
+    assert parity.first_difference(same, en, "en") == (
+        "heading 2 \"detach() 与 data\" has no label and gets #detach-data, en's \"detach() and data\" gets "
+        "#detach-and-data: put the same (label)= above it in both languages")
+    labelled = page(tmp_path, "zh.md", "(t)=\n# 标题\n\n(d)=\n## `detach()` 与 `data`\n\n(c)=\n## 自测\n")
+    en_labelled = page(tmp_path, "en.md", "(t)=\n# Title\n\n(d)=\n## `detach()` and `data`\n\n(c)=\n## Check yourself\n")
+    assert parity.first_difference(labelled, en_labelled, "en") is None
+    moved = page(tmp_path, "zh.md", "(t)=\n# 标题\n\n(d)=\n\n文字。\n\n## `detach()` 与 `data`\n\n(c)=\n## 自测\n")
+    assert parity.first_difference(moved, en_labelled, "en") == \
+        "heading 2 has a (label)= right above it in one language only"
+    # The same text twice on a page: one of the two gets a number.
+    twice = "(t)=\n# T\n\n## `x`\n\n## `x`\n"
+    assert "heading 2 \"x\" has no label and gets no id of its own (a number: #id1, #id2…)" in parity.first_difference(
+        page(tmp_path, "zh.md", twice), page(tmp_path, "en.md", twice), "en")
+    # A label elsewhere on the page takes the id too.
+    taken = "(t)=\n# T\n\n## `x`\n\n(x)=\n## Y\n"
+    assert parity.first_difference(page(tmp_path, "zh.md", taken), page(tmp_path, "en.md", taken), "en") \
+        .startswith("heading 2 \"x\" has no label and gets no id of its own")
 
 
 def test_parity_compares_doctest_blocks(tmp_path):

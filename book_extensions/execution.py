@@ -124,6 +124,42 @@ def prepare_kernels(device: str) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join([root, *[p for p in paths if p != root]])
 
 
+# Front matter that would change how a page executes: jupyter-cache lets a notebook's
+# "execution" metadata override the build's timeout, and myst-nb reads "mystnb" settings.
+PAGE_EXECUTION_KEYS = ("execution", "mystnb")
+
+
+def refuse_page_execution_settings(app: Sphinx, docname: str, source: list[str]) -> None:
+    """One timeout and one error policy for the whole book: a page cannot set its own.
+
+    Runs before the page is parsed (and executed), and drops the settings it refuses,
+    so that the page never runs under them; the warning fails the build.
+    """
+    import yaml
+
+    text = source[0]
+    match = re.match(r"---\n(.*?\n)---\n", text, re.S)
+    if not match:
+        return
+    try:
+        front = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError:
+        return  # myst-nb reports the broken front matter itself
+    refused = [key for key in PAGE_EXECUTION_KEYS if isinstance(front, dict) and key in front]
+    if not refused:
+        return
+    line = next((n for n, l in enumerate(match.group(1).splitlines(), start=2)
+                 if l.split(":")[0].strip() in refused), 1)
+    logger.warning(
+        f"front matter sets {', '.join(refused)}: a page cannot change how it executes "
+        f"(the build's nb_execution_timeout is {app.config.nb_execution_timeout} s for every page); "
+        "remove it", location=(docname, line), type="book", subtype="page_execution",
+    )
+    for key in refused:
+        del front[key]
+    source[0] = "---\n" + yaml.safe_dump(front, allow_unicode=True, sort_keys=False) + "---\n" + text[match.end():]
+
+
 def keep_build_files_out_of_the_site(app: Sphinx) -> None:
     """Runs after myst-nb's own builder-inited handler.
 
@@ -385,6 +421,8 @@ def setup(app: Sphinx) -> None:
     app.connect("config-inited", configure_execution)
     app.connect("builder-inited", keep_build_files_out_of_the_site, priority=600)
     app.connect("env-before-read-docs", on_env_before_read_docs)
+    # Before myst-nb's own source-read handling, which executes the page.
+    app.connect("source-read", refuse_page_execution_settings, priority=100)
     app.connect("doctree-read", on_doctree_read)
     app.connect("env-merge-info", on_env_merge_info)
     app.connect("env-purge-doc", on_env_purge_doc)

@@ -122,3 +122,12 @@ def test_sphinx_warnings_fail_the_build_and_are_all_reported(build_fixture):
         ("en/orphan.md", "document isn't included in any toctree"),
         ("en/plain.md", "not a MyST notebook"),
     ])
+
+
+def test_a_page_cannot_raise_its_own_timeout(build_fixture):
+    # jupyter-cache lets a notebook's "execution" metadata override the build's timeout.
+    build = build_fixture("page_execution", "html", "--language", "en", sphinx=("-D", "nb_execution_timeout=3"))
+    assert build.returncode != 0
+    assert_reported(build.output, [("en/index.md:6", "front matter sets execution: a page cannot change how it executes")])
+    # The page ran under the build's own limit, not its 600 s.
+    assert_reported(build.output, [("en/index.md:", "a cell ran longer than the 3 s timeout in code cell 1")])

@@ -89,6 +89,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: unknown language {', '.join(sorted(unknown))}", file=sys.stderr)
             return 2
         languages = [lang for lang in languages if lang["code"] in args.languages]
+    # Two builds writing one jupyter-cache (or one output folder) at once can corrupt it.
+    from filelock import FileLock, Timeout
+
+    args.cache_root.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(args.cache_root / "book-build.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"error: another build is using the execution cache {args.cache_root}: "
+              "wait for it to finish, or give this one its own --cache-root", file=sys.stderr)
+        return 2
+    try:
+        return build_languages(args, languages)
+    finally:
+        lock.release()
+
+
+def build_languages(args: argparse.Namespace, languages: list[dict]) -> int:
     failed = []
     for language in languages:
         started = time.perf_counter()

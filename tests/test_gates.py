@@ -131,3 +131,18 @@ def test_a_page_cannot_raise_its_own_timeout(build_fixture):
     assert_reported(build.output, [("en/index.md:6", "front matter sets execution: a page cannot change how it executes")])
     # The page ran under the build's own limit, not its 600 s.
     assert_reported(build.output, [("en/index.md:", "a cell ran longer than the 3 s timeout in code cell 1")])
+
+
+def test_a_second_build_on_the_same_cache_is_refused_in_one_line(tmp_path):
+    from filelock import FileLock
+
+    from conftest import FIXTURES, build_book
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with FileLock(str(cache / "book-build.lock")):  # as a build running elsewhere holds it
+        build = build_book(FIXTURES / "good" / "docs", tmp_path, "html", "--language", "en")
+    assert build.returncode == 2
+    assert build.output.strip() == (f"error: another build is using the execution cache {cache}: "
+                                    "wait for it to finish, or give this one its own --cache-root")
+    assert not (tmp_path / "_build").exists()

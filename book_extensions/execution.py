@@ -47,8 +47,9 @@ DEVICES = ("cpu", "cuda")
 KERNEL_STARTUP = Path(__file__).with_name("kernel_startup.py")
 EXECUTIONS_FILE = "book-executions.json"
 
-# "<SigmoidBackward0 object at 0x7f...>": the address changes on every run.
-ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,16}\b")
+# "<SigmoidBackward0 object at 0x7f...>": the address changes on every run. Only an
+# address where a repr puts one ("at 0x…"): a printed hex(3735928559) stays as it is.
+ADDRESS = re.compile(r"(?<=\bat )0x[0-9a-fA-F]{6,16}\b")
 ADDRESS_PLACEHOLDER = "0x…"
 
 # Set when the configuration is read, before parallel readers fork: a page whose
@@ -318,12 +319,20 @@ def write_notebook(app: Sphinx, docname: str, notebook) -> None:
     """The page as an executed notebook in its own language, for readers to download."""
     import nbformat
 
+    blank = lambda text: ADDRESS.sub(ADDRESS_PLACEHOLDER, text)  # noqa: E731
     for cell in notebook.cells:
         for output in cell.get("outputs", []):
+            # Every kind of output: streams, errors (message and traceback), rich data.
             if "text" in output:
-                output["text"] = ADDRESS.sub(ADDRESS_PLACEHOLDER, output["text"])
-            if "text/plain" in output.get("data", {}):
-                output["data"]["text/plain"] = ADDRESS.sub(ADDRESS_PLACEHOLDER, output["data"]["text/plain"])
+                output["text"] = blank(output["text"])
+            if "evalue" in output:
+                output["evalue"] = blank(output["evalue"])
+            if "traceback" in output:
+                output["traceback"] = [blank(line) for line in output["traceback"]]
+            data = output.get("data", {})
+            for kind, value in data.items():
+                if isinstance(value, str) and (kind.startswith("text/") or kind.startswith("application/papermill")):
+                    data[kind] = blank(value)
     notebook.metadata.pop("source_map", None)
     target = Path(app.outdir, NOTEBOOKS, f"{docname}.ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)

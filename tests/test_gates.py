@@ -146,3 +146,20 @@ def test_a_second_build_on_the_same_cache_is_refused_in_one_line(tmp_path):
     assert build.output.strip() == (f"error: another build is using the execution cache {cache}: "
                                     "wait for it to finish, or give this one its own --cache-root")
     assert not (tmp_path / "_build").exists()
+
+
+def test_addresses_are_blanked_in_every_output_and_nothing_else_is(build_fixture):
+    import json
+    import re
+
+    build = build_fixture("addresses", "html", "--language", "en")
+    assert build.returncode == 0, build.output
+    page = (build.site() / "en" / "index.html").read_text(encoding="utf8")
+    notebook = (build.site() / "en" / "_notebooks" / "index.ipynb").read_text(encoding="utf8")
+    for text in (page, notebook):
+        assert "0xdeadbeef" in text  # printed hex is output, not an address
+        assert not re.search(r"at 0x[0-9a-f]{6,}", text), re.findall(r".{30}at 0x[0-9a-f]{6,}", text)
+    outputs = [o for c in json.loads(notebook)["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    error = next(o for o in outputs if o["output_type"] == "error")
+    assert "object at 0x…" in error["evalue"] and any("object at 0x…" in line for line in error["traceback"])
+    assert any("object at 0x…" in "".join(o.get("data", {}).get("text/html", "")) for o in outputs)

@@ -3,7 +3,8 @@
 myst-nb executes each page in a fresh kernel through a jupyter-cache. This module
 
 - points every kernel at :mod:`.kernel_startup` (device, short tracebacks, warnings
-  without paths) and keeps one cache per device, torch version and startup file;
+  without paths) and keeps one cache per device, torch version and kernel inputs
+  (startup file, figures.py, the versions of numpy, IPython, ipykernel, matplotlib, networkx);
 - lets every cell run to the end (``nb_execution_allow_errors``) and then decides
   itself, cell by cell, whether an error was expected: a cell that should raise
   declares ``expect_error: {type: ..., message: ...}`` in its metadata;
@@ -75,10 +76,24 @@ def device_name(device: str) -> str:
     return torch.cuda.get_device_name(0)
 
 
+# What a page's outputs depend on besides its code: the kernel's startup file, the book's
+# code that pages import, and the packages that compute or print what a cell shows.
+KERNEL_FILES = (KERNEL_STARTUP, Path(__file__).with_name("figures.py"))
+KERNEL_PACKAGES = ("numpy", "ipython", "ipykernel", "matplotlib", "networkx")
+
+
+def kernel_inputs_digest() -> str:
+    digest = hashlib.sha256()
+    for path in KERNEL_FILES:
+        digest.update(path.read_bytes())
+    for package in KERNEL_PACKAGES:
+        digest.update(f"{package}=={importlib.metadata.version(package)}\n".encode())
+    return digest.hexdigest()[:8]
+
+
 def cache_dir(cache_root: Path, device: str) -> Path:
-    """One execution cache per device, torch version and kernel startup file."""
-    startup = hashlib.sha256(KERNEL_STARTUP.read_bytes()).hexdigest()[:8]
-    return Path(cache_root) / f"{device}-torch{torch_version()}-startup{startup}"
+    """One execution cache per device, torch version and everything else outputs depend on."""
+    return Path(cache_root) / f"{device}-torch{torch_version()}-inputs{kernel_inputs_digest()}"
 
 
 def cache_path(config: Config) -> Path:

@@ -122,3 +122,19 @@ def test_graph_figures_come_from_the_real_graph_and_are_deterministic():
     first = autograd_graph(a=a, out=out, c=c).data
     assert first == autograd_graph(a=a, out=out, c=c).data
     assert first.lstrip().startswith(("<?xml", "<svg"))
+
+
+def test_the_execution_cache_is_keyed_on_every_input_of_the_outputs(monkeypatch, tmp_path):
+    from book_extensions import execution
+
+    before = execution.cache_dir(tmp_path, "cpu")
+    figures = tmp_path / "figures.py"
+    figures.write_text("# edited figure code\n")
+    monkeypatch.setattr(execution, "KERNEL_FILES", (execution.KERNEL_STARTUP, figures))
+    assert execution.cache_dir(tmp_path, "cpu") != before  # figures.py edited: re-execute
+    monkeypatch.undo()
+    assert execution.cache_dir(tmp_path, "cpu") == before
+    real_version = execution.importlib.metadata.version
+    monkeypatch.setattr(execution.importlib.metadata, "version",
+                        lambda name: "0.0" if name == "matplotlib" else real_version(name))
+    assert execution.cache_dir(tmp_path, "cpu") != before  # another matplotlib: re-execute

@@ -315,21 +315,22 @@ from sphinx.util.docutils import SphinxDirective  # noqa: E402
 from .messages import message  # noqa: E402
 
 
-def table(rows: list[list[str]], header: list[str]) -> nodes.table:
+def table(header: list[str], rows: list[list[nodes.Node | str]], classes: list[str] = ()) -> nodes.table:
+    """A docutils table of text or nodes, for the pages computed from records."""
     group = nodes.tgroup(cols=len(header))
     group += [nodes.colspec(colwidth=1) for _ in header]
 
-    def row(cells, literal=()):
+    def row(cells):
         result = nodes.row()
-        for index, text in enumerate(cells):
+        for cell in cells:
             entry = nodes.entry()
-            entry += nodes.paragraph("", "", nodes.literal(text, text) if index in literal else nodes.Text(text))
+            entry += nodes.paragraph("", "", cell if isinstance(cell, nodes.Node) else nodes.Text(cell))
             result += entry
         return result
 
     group += nodes.thead("", row(header))
-    group += nodes.tbody("", *(row(cells, literal=(0,)) for cells in rows))
-    return nodes.table("", group)
+    group += nodes.tbody("", *(row(cells) for cells in rows))
+    return nodes.table("", group, classes=list(classes))
 
 
 class DeviceComparison(SphinxDirective):
@@ -365,8 +366,9 @@ class DeviceComparison(SphinxDirective):
             out.append(say("devices_stale", stale=len(stale)))
         if found:
             header = [message(language, f"devices_col_{c}") for c in ("cell", "kind", "detail")]
-            rows = [[f"{d.page} #{d.cell}", message(language, f"devices_kind_{d.kind}"), d.detail] for d in found]
-            out.append(table(rows, header))
+            cell = lambda text: nodes.literal(text, text)  # noqa: E731
+            rows = [[cell(f"{d.page} #{d.cell}"), message(language, f"devices_kind_{d.kind}"), d.detail] for d in found]
+            out.append(table(header, rows))
         return out
 
 

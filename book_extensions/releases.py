@@ -8,7 +8,7 @@ The releases are listed in ``torch-releases.txt``, one a line. ``nox -s versions
 executes every code cell of the book under each, in that release's own environment
 (:mod:`.toolchain`), and writes ``results/cpu-torch-<release>.json``, a record in the
 format of the device records (:mod:`.devices`), compared by the same engine with
-:data:`.devices.RELEASE_RULES`: between releases the wording of a message is the news,
+:func:`rules_for`: between releases the wording of a message is the news,
 and only noise such as the line of torch's own C++ source is normalised.
 
 In the book, computed from those records and never typed:
@@ -30,21 +30,18 @@ import sys
 from pathlib import Path
 
 from . import devices
-from .toolchain import RELEASES_FILE, ToolchainError, listed_releases
+from .toolchain import RELEASES_FILE, version_key  # noqa: F401  (version_key: for callers)
+from .toolchain import ToolchainError as ReleasesError
+from .toolchain import listed_releases as listed
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-ReleasesError = ToolchainError
+def current_release() -> str:
+    """The release of the installed torch, without a local build label such as +cpu."""
+    from .execution import torch_version
 
-
-def listed(path: Path = RELEASES_FILE) -> list[str]:
-    """The releases in ``path``, oldest first."""
-    return listed_releases(path)
-
-
-def version_key(release: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in release.split("+")[0].split("."))
+    return torch_version().split("+")[0]
 
 
 def record_path(results: Path, release: str) -> Path:
@@ -95,14 +92,13 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
 
 def record(results: Path, docs: Path, cache_root: Path) -> Path:
     """Execute (what is not cached) and record the book under the installed torch."""
-    from .execution import cache_dir, torch_version
+    from .execution import cache_dir
 
     timeout = runpy.run_path(str(ROOT / "conf.py"))["nb_execution_timeout"]
     folder = cache_dir(cache_root, "cpu")
     executed = execute_missing(docs, folder, timeout)
     data = devices.record("cpu", folder, docs)
-    release = torch_version().split("+")[0]
-    target = record_path(results, release)
+    target = record_path(results, current_release())
     results.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
     cells = sum(map(len, data["pages"].values()))
@@ -178,16 +174,14 @@ def check(results: Path, docs: Path, cache_root: Path, pinned: str) -> int:
 
     What a maintainer reads before moving the pin: run by ``nox -s newest-torch``.
     """
-    from .execution import torch_version
-
-    release = torch_version().split("+")[0]
+    release = current_release()
     out = ROOT / "_build" / f"torch-{release}"
-    build = [sys.executable, "-m", "book_extensions.build", "-q", "--docs", str(docs),
-             "--out", str(out), "--cache-root", str(cache_root)]
-    steps = {
-        "html build (every gate)": subprocess.run([*build[:3], "html", *build[3:]]).returncode,
-        "doctests": subprocess.run([*build[:3], "doctest", *build[3:]]).returncode,
-    }
+
+    def build(builder: str) -> int:
+        return subprocess.run([sys.executable, "-m", "book_extensions.build", builder, "-q", "--docs", str(docs),
+                               "--out", str(out), "--cache-root", str(cache_root)]).returncode
+
+    steps = {"html build (every gate)": build("html"), "doctests": build("doctest")}
     record(results, docs, cache_root)
     changed = report_changes(results, docs, [(pinned, release)])
     print(f"torch {release} against the pinned {pinned}:")
@@ -303,12 +297,6 @@ def settings(app: Sphinx) -> tuple[Path, list[str]]:
         raise ConfigError(str(error)) from None
 
 
-def current_release() -> str:
-    from .execution import torch_version
-
-    return torch_version().split("+")[0]
-
-
 def note_records(env, results: Path, releases: list[str], releases_file: Path) -> None:
     env.note_dependency(str(releases_file))
     for release in releases:
@@ -386,24 +374,6 @@ def join(language: str, items: list[str]) -> str:
     return message(language, "list_separator").join(items[:-1]) + message(language, "list_and") + items[-1]
 
 
-def table(header: list[str], rows: list[list[nodes.Node | str]]) -> nodes.table:
-    group = nodes.tgroup(cols=len(header))
-    group += [nodes.colspec(colwidth=1) for _ in header]
-
-    def row(cells):
-        result = nodes.row()
-        for cell in cells:
-            entry = nodes.entry()
-            content = cell if isinstance(cell, nodes.Node) else nodes.Text(cell)
-            entry += nodes.paragraph("", "", content)
-            result += entry
-        return result
-
-    group += nodes.thead("", row(header))
-    group += nodes.tbody("", *(row(cells) for cells in rows))
-    return nodes.table("", group, classes=["book-releases"])
-
-
 class TorchReleases(SphinxDirective):
     """The recorded releases, and what changed between each consecutive pair."""
 
@@ -421,7 +391,8 @@ class TorchReleases(SphinxDirective):
         rows = [[r, records[r]["date"], records[r]["python"], str(sum(map(len, records[r]["pages"].values())))]
                 for r in records]
         if rows:
-            out.append(table([say(f"releases_col_{c}") for c in ("release", "date", "python", "cells")], rows))
+            out.append(devices.table([say(f"releases_col_{c}") for c in ("release", "date", "python", "cells")],
+                                     rows, classes=["book-releases"]))
         missing = [r for r in releases if r not in records]
         if missing:
             out.append(nodes.paragraph("", say("releases_missing", releases=join(language, missing))))
@@ -439,12 +410,12 @@ class TorchReleases(SphinxDirective):
                           say("releases_col_printed", release=new)]
                 table_rows = []
                 for d in changed:
-                    current = d.cell if self._still_current(records[new], digests, d) else None
-                    where = cell_reference("", "", page=d.page, cell=d.cell, link=bool(current))
+                    where = cell_reference("", "", page=d.page, cell=d.cell,
+                                           link=self._still_current(records[new], digests, d))
                     shown = [nodes.literal(text, text) if text.strip() else nodes.emphasis("", say("releases_nothing"))
                              for text in excerpt(d.first, d.second)]
                     table_rows.append([where, *shown])
-                section += table(header, table_rows)
+                section += devices.table(header, table_rows, classes=["book-releases"])
             out.append(section)
         return out
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import sys
 import venv
@@ -57,6 +56,11 @@ RELEASES_FILE = ROOT / "torch-releases.txt"
 RELEASE = re.compile(r"\d+\.\d+\.\d+")
 
 
+def version_key(release: str) -> tuple[int, ...]:
+    """2.9.1 before 2.13.0: releases sort by their numbers, not as text."""
+    return tuple(int(part) for part in release.split("+")[0].split("."))
+
+
 def listed_releases(path: Path = RELEASES_FILE) -> list[str]:
     """The releases the book is recorded under, oldest first; ``#`` starts a comment."""
     releases = []
@@ -69,7 +73,7 @@ def listed_releases(path: Path = RELEASES_FILE) -> list[str]:
         if text in releases:
             raise ToolchainError(f"{path.name}:{number}: {text} is listed twice")
         releases.append(text)
-    return sorted(releases, key=lambda r: tuple(int(p) for p in r.split(".")))
+    return sorted(releases, key=version_key)
 
 
 def newest_release(python: str = sys.executable) -> str:
@@ -122,10 +126,6 @@ def ensure(release: str | None = None, quiet: bool = True, log=print) -> Path:
         raise ToolchainError(f"pip could not install {constraints} (torch {release}); see pip's message above")
     stamp.write_text(digest + "\n")
     return env
-
-
-def remove(release: str) -> None:
-    shutil.rmtree(location(release), ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,12 @@ from .devices import table
 from .execution import device_name, pages
 from .messages import message
 
+
+def literal_first(rows: list[list[str]]) -> list[list]:
+    """Package and page names are code: the first column as literals."""
+    return [[nodes.literal(row[0], row[0]), *row[1:]] for row in rows]
+
+
 PACKAGES = ("torch", "numpy", "sphinx", "myst-nb", "jupyter-cache", "ipykernel",
             "sphinx-book-theme", "jieba", "matplotlib")
 
@@ -64,9 +70,9 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             rows.append([page, produced, seconds, status])
         placeholder.replace_self([
             summary,
-            table(versions, [say("provenance_col_package"), say("provenance_col_version")]),
-            table(rows, [say("provenance_col_page"), say("provenance_col_date"),
-                         say("provenance_col_seconds"), say("provenance_col_status")]),
+            table([say("provenance_col_package"), say("provenance_col_version")], literal_first(versions)),
+            table([say("provenance_col_page"), say("provenance_col_date"),
+                   say("provenance_col_seconds"), say("provenance_col_status")], literal_first(rows)),
         ])
 
 

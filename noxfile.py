@@ -110,6 +110,12 @@ def versions(session: nox.Session) -> None:
     python(session, environment(session), "-m", "book_extensions.releases", "changes")
 
 
+@nox.session
+def determinism(session: nox.Session) -> None:
+    """Execute every page a second time and fail on any cell that prints differently (build first)."""
+    python(session, environment(session), "-m", "book_extensions.determinism", *session.posargs)
+
+
 @nox.session(name="newest-torch")
 def newest_torch(session: nox.Session) -> None:
     """Build the book on the newest torch release (or the one given); fail on what changed."""

@@ -6,6 +6,8 @@ Each module handles one concern and has its own ``setup``:
   and the site's root page;
 - :mod:`.execution`: the kernel's device, the execution cache, checks on every
   executed cell, clean outputs and each page's provenance line;
+- :mod:`.executor`: runs a page in a fresh kernel (or takes it from the cache), with
+  every failure reported against its page and cell;
 - :mod:`.parity`: the two languages have the same pages, code and structure;
 - :mod:`.search`: the Chinese search language and the in-browser ranking of results;
 - :mod:`.layout`: outputs, tables and inline code that read on a phone and in print;
@@ -23,6 +25,13 @@ Workarounds for upstream bugs, to drop once fixed there:
   (pydata-sphinx-theme#2451, sphinx-book-theme#988); the script hands their clicks
   to it. Without it, tests/test_browser_navigation.py shows whether the theme still
   needs it.
+- :mod:`.executor` replaces myst-nb's client for the "cache" execution mode
+  (``myst_nb.sphinx_.create_client``; myst-nb offers no setting for it): that client
+  starts kernels on TCP ports that parallel readers can both pick, crashes the build
+  when a kernel dies, runs pages beside their sources, lets parallel readers race in
+  jupyter-cache's record trimming, and reads the cache's UTC times as local time.
+  tests/test_executor.py and the execution_faults fixture (tests/test_gates.py) show
+  each case; drop it when myst-nb and jupyter-cache handle them.
 """
 
 def setup(app) -> dict:

@@ -38,6 +38,24 @@ def cuda_problem() -> str | None:
     return None
 
 
+def cache_problem(cache_root: Path, device: str) -> str | None:
+    """Why the execution cache cannot be used, or None; Sphinx would say it in a crash report."""
+    import sqlite3
+
+    from .execution import cache_dir
+
+    database = cache_dir(cache_root, device) / "global.db"
+    if not database.exists():
+        return None
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as connection:
+            connection.execute("select count(*) from sqlite_master").fetchone()
+    except sqlite3.DatabaseError as error:
+        return (f"the execution cache {database.parent} cannot be read ({error}): "
+                "remove it with `make clean-cache` and build again")
+    return None
+
+
 def sphinx_command(args, language: dict, docs: Path, out: Path) -> list[str]:
     code = language["code"]
     device_dir = out / args.device
@@ -101,7 +119,15 @@ def main(argv: list[str] | None = None) -> int:
               "wait for it to finish, or give this one its own --cache-root", file=sys.stderr)
         return 2
     try:
+        problem = cache_problem(args.cache_root, args.device)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         return build_languages(args, languages)
+    except KeyboardInterrupt:
+        # Sphinx has already said "Interrupted!"; pages executed so far stay cached.
+        print("error: the build was interrupted; run it again to finish", file=sys.stderr)
+        return 130
     finally:
         lock.release()
 

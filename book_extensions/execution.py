@@ -24,7 +24,6 @@ import re
 import shutil
 import sys
 import tempfile
-import time
 from datetime import datetime, timezone
 from functools import cache
 from pathlib import Path
@@ -39,7 +38,7 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
-from . import releases
+from . import executor, releases
 from .messages import message
 
 logger = logging.getLogger(__name__)
@@ -52,11 +51,6 @@ EXECUTIONS_FILE = "book-executions.json"
 # address where a repr puts one ("at 0x…"): a printed hex(3735928559) stays as it is.
 ADDRESS = re.compile(r"(?<=\bat )0x[0-9a-fA-F]{6,16}\b")
 ADDRESS_PLACEHOLDER = "0x…"
-
-# Set when the configuration is read, before parallel readers fork: a page whose
-# execution record is newer than this was executed by this build.
-_build_started = time.time()
-
 
 def torch_version() -> str:
     return importlib.metadata.version("torch")
@@ -77,8 +71,9 @@ def device_name(device: str) -> str:
 
 
 # What a page's outputs depend on besides its code: the kernel's startup file, the book's
-# code that pages import, and the packages that compute or print what a cell shows.
-KERNEL_FILES = (KERNEL_STARTUP, Path(__file__).with_name("figures.py"))
+# code that pages import, how pages are executed, and the packages that compute or print
+# what a cell shows.
+KERNEL_FILES = (KERNEL_STARTUP, Path(__file__).with_name("figures.py"), Path(__file__).with_name("executor.py"))
 KERNEL_PACKAGES = ("numpy", "ipython", "ipykernel", "matplotlib", "networkx")
 
 
@@ -101,8 +96,6 @@ def cache_path(config: Config) -> Path:
 
 
 def configure_execution(app: Sphinx, config: Config) -> None:
-    global _build_started
-    _build_started = time.time()
     device = config.book_device
     if device not in DEVICES:
         raise ConfigError(f"book_device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -112,12 +105,21 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     config.nb_execution_cache_path = str(cache_path(config))
     # Create the cache's database now: parallel readers that each find it missing
     # race to create its tables, and all but one crash.
-    get_cache(config.nb_execution_cache_path).list_cache_records()
+    try:
+        get_cache(config.nb_execution_cache_path).list_cache_records()
+    except Exception as error:  # sqlalchemy's errors for a corrupt or foreign database file
+        cause = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ConfigError(f"the execution cache {config.nb_execution_cache_path} cannot be read "
+                          f"({cause}): remove it with `make clean-cache` and build again") from None
     # Errors never stop a page: check_cells() below judges every cell afterwards,
     # so one build reports every unexpected (or missing) error of every page.
     config.nb_execution_allow_errors = True
     config.nb_execution_raise_on_error = False
     prepare_kernels(device)
+    root = Path(app.confdir)
+    executor.sources_root = root
+    executor.watched_sources = [root / "conf.py", root / "book_extensions", root / "examples",
+                                Path(app.srcdir).parent]
     # Prose names the torch that built the page as {{ torch_version }}, never as a literal.
     config.myst_substitutions = {**config.myst_substitutions, "torch_version": torch_version()}
     if device != "cpu":
@@ -197,10 +199,8 @@ def source_notebook(app: Sphinx, docname: str):
 
 
 def executed_notebook(app: Sphinx, docname: str):
-    """The page's notebook with the outputs that the cache holds for it."""
-    cache_ = get_cache(app.config.nb_execution_cache_path)
-    _, merged = cache_.merge_match_into_notebook(source_notebook(app, docname))
-    return merged
+    """The page's notebook with its outputs, as the execution client left it."""
+    return executor.executed_notebooks.pop(str(Path(app.env.doc2path(docname))))
 
 
 def cell_line(notebook, index: int) -> int | None:
@@ -222,6 +222,17 @@ def expectation(metadata: dict) -> tuple[str, str] | str:
     return type_, fragment
 
 
+def output_size(cell) -> int:
+    """Characters a cell's outputs put on the page (an image counts as its encoded data)."""
+    size = 0
+    for output in cell.get("outputs", []):
+        size += len(output.get("text", "")) + len(output.get("evalue", ""))
+        size += sum(map(len, output.get("traceback", [])))
+        size += sum(len(v) if isinstance(v, str) else len(json.dumps(v))
+                    for v in output.get("data", {}).values())
+    return size
+
+
 def check_cells(app: Sphinx, docname: str, notebook) -> int:
     """Warn about every cell whose errors differ from what it declares; count them."""
     problems = 0
@@ -237,6 +248,10 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
         location = (docname, cell_line(notebook, index))
         errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
         raised = f"{errors[0].ename}: {errors[0].evalue}" if errors else None
+        size, limit = output_size(cell), app.config.book_output_limit
+        if size > limit:
+            warn(f"{where} shows {size:,} characters of output, more than the {limit:,} a cell may "
+                 "show; print a summary or a slice", location, "output_size")
         if "raises-exception" in cell.metadata.get("tags", []):
             warn(f"{where}: the 'raises-exception' tag passes even when nothing is raised; "
                  "declare expect_error: {type: ..., message: ...} instead", location, "expect_error")
@@ -259,26 +274,25 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
 
 
 def report_failed_execution(app: Sphinx, docname: str, exec_data: dict) -> None:
-    """myst-nb already warns; this says it in the reader's terms, naming the cell."""
-    error = exec_data.get("error")
-    where = ""
-    location: Any = docname
-    # nbclient quotes the cell that timed out (or whose kernel died) between dashes.
-    preview = re.search(r"preview of the cell contents:\n-+\n(.*?)\n-+\n", exec_data.get("traceback") or "", re.S)
-    if preview:
-        notebook = source_notebook(app, docname)
-        code = [(i, c) for i, c in enumerate(notebook.cells) if c.cell_type == "code"]
-        for number, (index, cell) in enumerate(code, start=1):
-            if cell.source.strip().startswith(preview.group(1).strip()):
-                where = f" in code cell {number}"
-                location = (docname, cell_line(notebook, index))
-                break
+    """A page whose execution did not finish: the page, the cell and the cause, in one line."""
+    error, detail = exec_data.get("error"), exec_data.get("book_detail") or ""
+    where, location = "", docname
+    index = exec_data.get("book_cell")
+    notebook = source_notebook(app, docname)
+    if index is not None and index < len(notebook.cells):
+        number = sum(1 for cell in notebook.cells[: index + 1] if cell.cell_type == "code")
+        where = f" in code cell {number}"
+        location = (docname, cell_line(notebook, index))
     if error == "CellTimeoutError":
         reason = f"a cell ran longer than the {app.config.nb_execution_timeout} s timeout{where}"
     elif error == "DeadKernelError":
-        reason = f"the kernel died{where}"
+        reason = f"the kernel died{where} ({detail})"
+    elif error == "SourcesChanged":
+        reason = (f"the book's sources changed while this page executed: {detail}; if a cell "
+                  "wrote there, restore them (git checkout) and let the page write only in its "
+                  "working folder; if you edited them, build again")
     else:
-        reason = f"execution stopped with {error}{where}"
+        reason = f"execution stopped with {error}{where}" + (f": {detail}" if detail else "")
     logger.warning(
         f"{reason}; nothing from this page was cached",
         location=location, type="book", subtype="execution",
@@ -389,7 +403,7 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     exec_data = NbMetadataCollector.get_exec_data(env, docname)
     if not exec_data:
         return  # nothing to execute
-    state = {"executed": exec_data["mtime"] >= _build_started, "problems": 0}
+    state = {"executed": exec_data.get("book_executed", False), "problems": 0}
     pages(env)[docname] = state
     if not exec_data["succeeded"]:
         report_failed_execution(app, docname, exec_data)
@@ -412,7 +426,23 @@ def reread_pages_with_problems(app: Sphinx, env, added, changed, removed) -> lis
     return [d for d, state in pages(env).items() if state["problems"] and d not in removed]
 
 
+def refuse_undecodable_pages(app: Sphinx, env, docnames: list[str]) -> None:
+    """A page that is not UTF-8 is reported and left unread; Sphinx would stop the whole build."""
+    for docname in list(docnames):
+        data = Path(env.doc2path(docname)).read_bytes()
+        try:
+            data.decode("utf8")
+        except UnicodeDecodeError as error:
+            line = data[: error.start].count(b"\n") + 1
+            byte = data[error.start: error.start + 1].hex()
+            logger.warning(f"not valid UTF-8 (byte 0x{byte} at line {line}): save the page as UTF-8",
+                           location=(docname, line), type="book", subtype="encoding")
+            docnames.remove(docname)
+            env.project.docnames.discard(docname)  # else Sphinx looks for its doctree later
+
+
 def on_env_before_read_docs(app: Sphinx, env, docnames: list[str]) -> None:
+    refuse_undecodable_pages(app, env, docnames)
     env.book_read_now = sorted(docnames)
     for docname in docnames:
         pages(env).pop(docname, None)
@@ -439,9 +469,12 @@ def write_executions(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> None:
+    executor.install()
     app.add_config_value("book_device", os.environ.get("BOOK_DEVICE", "cpu"), "env", str)
     app.add_config_value("book_cache_root", ".jupyter_cache", "", str)
     app.add_config_value("book_repository", "", "env", str)
+    # Per code cell: the largest output of the book is about 15,000 characters (a figure).
+    app.add_config_value("book_output_limit", 100_000, "env", int)
     app.connect("config-inited", configure_execution)
     app.connect("builder-inited", keep_build_files_out_of_the_site, priority=600)
     app.connect("env-before-read-docs", on_env_before_read_docs)

@@ -63,9 +63,8 @@ def recorded(results: Path, releases: list[str]) -> dict[str, dict]:
 def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
     """Execute the pages that the cache does not hold yet, as the build does; their names."""
     from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
-    from jupyter_cache.executors.utils import single_nb_execution
 
+    from . import executor
     from .execution import prepare_kernels
 
     prepare_kernels("cpu")
@@ -80,12 +79,11 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
         except KeyError:
             pass
         path = docs / "en" / f"{page}.md"
-        result = single_nb_execution(notebook, cwd=str(path.parent), timeout=timeout, allow_errors=True)
-        if result.err is not None:
-            raise ReleasesError(f"docs/en/{page}.md: execution stopped with {type(result.err).__name__}")
-        cache.cache_notebook_bundle(
-            CacheBundleIn(notebook, str(path), data={"execution_seconds": result.time}),
-            check_validity=False, overwrite=True)
+        result = executor.execute(notebook, timeout)
+        if result.error is not None:
+            raise ReleasesError(f"docs/en/{page}.md: execution stopped with {result.error}"
+                                + (f" ({result.detail})" if result.detail else ""))
+        executor.store(str(cache_dir), notebook, str(path), result.seconds)
         executed.append(page)
     return executed
 

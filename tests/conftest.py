@@ -28,17 +28,19 @@ class Build:
 
 
 def build_book(docs: Path, work: Path, builder: str = "html", *options: str,
-               sphinx: tuple[str, ...] = (), cache: Path | None = None) -> Build:
+               sphinx: tuple[str, ...] = (), cache: Path | None = None, tz: str | None = None) -> Build:
     """Build ``docs`` like ``nox -s docs`` does, into ``work``; output is stdout + stderr.
 
-    The execution cache is ``work/cache`` unless ``cache`` names another one.
+    The execution cache is ``work/cache`` unless ``cache`` names another one; ``tz``
+    sets the build's time zone.
     """
     out, cache = work / "_build", cache or work / "cache"
     command = [sys.executable, "-m", "book_extensions.build", builder, "-q",
                "--docs", str(docs), "--out", str(out), "--cache-root", str(cache), *options]
     if sphinx:
         command += ["--", *sphinx]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    env = {**os.environ, **({"TZ": tz} if tz else {})}
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
     return Build(result.returncode, result.stdout + result.stderr, out, cache)
 
 

@@ -1,9 +1,18 @@
 """Every gate of the build fails when it should, naming the page and the cause."""
 
 import importlib.util
+import os
 import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
+
+from conftest import FIXTURES, build_book
 
 
 def warnings_of(output: str) -> list[str]:
@@ -49,6 +58,42 @@ def test_expected_errors_are_checked_not_assumed(build_fixture):
     assert "code cell 5: expect_error must be a mapping with 'type' and 'message'" in found
     assert "code cell 6" not in found  # raised what it declared
     assert len(re.findall(r"\[book\.expect_error\]", found)) == 5
+
+
+def test_faults_in_one_page_are_reported_with_the_rest(build_fixture):
+    """A dead kernel, a page that is not UTF-8 and a flood of output: each one line, none a crash."""
+    build = build_fixture("execution_faults", "html", "--language", "en")
+    assert build.returncode == 1, build.output  # 2 would be a Sphinx crash
+    assert_reported(build.output, [
+        ("en/dies.md:14", "the kernel died in code cell 2 (exit code 3); nothing from this page was cached"),
+        ("en/latin.md:9", "not valid UTF-8 (byte 0xe9 at line 9)"),
+        ("en/big.md:14", "code cell 2 shows 150,001 characters of output, more than the 100,000"),
+        ("en/index.md:19", "code cell 1 raised ValueError: still reported"),
+    ])
+    assert "Traceback" not in build.output and "Exception occurred" not in build.output
+    # The page whose kernel died is not cached: the next build executes it again.
+    from jupyter_cache import get_cache
+
+    (folder,) = [d for d in build.cache.iterdir() if d.is_dir()]
+    cached = {Path(r.uri).name for r in get_cache(str(folder)).list_cache_records()}
+    assert "dies.md" not in cached and {"index.md", "big.md", "scratch.md"} <= cached
+    # Pages run in an empty folder of their own, not beside their source.
+    assert "folder: [] False" in (build.site() / "en" / "scratch.html").read_text(encoding="utf8")
+
+
+def test_a_page_that_changes_the_sources_fails_and_is_not_cached(tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "unexpected_errors" / "docs", docs)
+    written = docs / "en" / "written.txt"
+    (docs / "en" / "other.md").write_text(
+        (docs / "en" / "other.md").read_text().replace(
+            'raise ValueError("boom")', f"open({str(written)!r}, 'a').write('x')"))
+    for attempt in range(2):  # not cached: the second build executes it (and fails) again
+        build = build_book(docs, tmp_path / "work", "html", "--language", "en")
+        assert build.returncode == 1, build.output
+        assert_reported(build.output, [("en/other.md", "the book's sources changed while this page "
+                                        f"executed: {written}; if a cell wrote there, restore them")])
+        written.unlink()
 
 
 def test_a_cell_that_never_finishes_fails_after_the_timeout(build_fixture):
@@ -163,3 +208,48 @@ def test_addresses_are_blanked_in_every_output_and_nothing_else_is(build_fixture
     error = next(o for o in outputs if o["output_type"] == "error")
     assert "object at 0x…" in error["evalue"] and any("object at 0x…" in line for line in error["traceback"])
     assert any("object at 0x…" in "".join(o.get("data", {}).get("text/html", "")) for o in outputs)
+
+
+def determinism(docs: Path, cache: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "book_extensions.determinism", "--docs", str(docs),
+                           "--cache-root", str(cache)], capture_output=True, text=True, timeout=600)
+
+
+def test_a_cell_that_prints_differently_on_each_run_is_found(build_fixture):
+    # The build passes: from the cache, the page shows one run's time and nothing is wrong.
+    build = build_fixture("nondeterministic", "html", "--language", "en")
+    assert build.returncode == 0, build.output
+    check = determinism(FIXTURES / "nondeterministic" / "docs", build.cache)
+    assert check.returncode == 1, check.stdout + check.stderr
+    (line,) = check.stderr.splitlines()
+    assert line.startswith("error: tests/fixtures/nondeterministic/docs/en/index.md: code cell 2 "
+                           "printed differently in two executions: 'now: ")
+    assert "2 code cells executed twice: 1 printed differently" in check.stdout
+
+
+def test_an_unreadable_cache_is_one_line_naming_it(tmp_path):
+    from book_extensions.execution import cache_dir
+
+    folder = cache_dir(tmp_path / "cache", "cpu")
+    folder.mkdir(parents=True)
+    (folder / "global.db").write_bytes(b"not a database " * 100)
+    build = build_book(FIXTURES / "nondeterministic" / "docs", tmp_path, "html", "--language", "en",
+                       cache=tmp_path / "cache")
+    assert build.returncode == 2
+    assert build.output.strip() == (f"error: the execution cache {folder} cannot be read (file is not a "
+                                    "database): remove it with `make clean-cache` and build again")
+
+
+def test_ctrl_c_stops_the_build_without_a_traceback(tmp_path):
+    command = [sys.executable, "-m", "book_extensions.build", "html", "-q", "--language", "en",
+               "--docs", str(FIXTURES / "timeout" / "docs"), "--out", str(tmp_path / "_build"),
+               "--cache-root", str(tmp_path / "cache")]
+    # Its own process group, as a terminal's: Ctrl-C reaches the driver, Sphinx and the kernel.
+    build = subprocess.Popen(command, cwd=FIXTURES.parent.parent, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    time.sleep(8)
+    os.killpg(build.pid, signal.SIGINT)
+    output, _ = build.communicate(timeout=120)
+    assert build.returncode == 130, output
+    assert "error: the build was interrupted; run it again to finish" in output
+    assert "Traceback" not in output

@@ -1,6 +1,8 @@
 """A small correct book builds, in both languages, the way the real one must."""
 
 import json
+import subprocess
+import sys
 import re
 from pathlib import Path
 
@@ -15,7 +17,8 @@ from site_checks import ALLOWED_IN_ZH, english_words, search
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
-    build = build_book(FIXTURES / "good" / "docs", tmp_path_factory.mktemp("good"))
+    # West of UTC: a cached page's UTC time read as local time would look newer than the build.
+    build = build_book(FIXTURES / "good" / "docs", tmp_path_factory.mktemp("good"), tz="America/New_York")
     assert build.returncode == 0, build.output
     return build
 
@@ -33,6 +36,19 @@ def cell_outputs(html: Path) -> list[str]:
 def test_the_second_language_executes_nothing(good):
     assert executed(good, "en") == ["index", "second"]
     assert executed(good, "zh") == []
+
+
+def provenance_dates(build, language) -> set[str]:
+    return {re.search(r"book-provenance.*?(\d{4}-\d{2}-\d{2})", (build.site() / language / page).read_text(
+        encoding="utf8"), re.S).group(1) for page in ("index.html", "second.html")}
+
+
+def test_far_east_of_utc_both_languages_state_the_same_date(tmp_path):
+    build = build_book(FIXTURES / "good" / "docs", tmp_path, tz="Pacific/Kiritimati")
+    assert build.returncode == 0, build.output
+    assert executed(build, "zh") == []
+    assert provenance_dates(build, "en") == provenance_dates(build, "zh")
+    assert len(provenance_dates(build, "en")) == 1
 
 
 def test_outputs_are_clean(good):
@@ -53,6 +69,14 @@ def test_two_cold_builds_print_the_same(good, tmp_path):
     for page in ("index.html", "second.html"):
         first = cell_outputs(good.site() / "en" / page)
         assert first and first == cell_outputs(again.site() / "en" / page)
+
+
+def test_a_second_execution_prints_the_same(good):
+    check = subprocess.run([sys.executable, "-m", "book_extensions.determinism", "--docs",
+                            str(FIXTURES / "good" / "docs"), "--cache-root", str(good.cache)],
+                           capture_output=True, text=True, timeout=600)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "printed differently" in check.stdout and check.stderr == ""
 
 
 def test_every_page_states_its_provenance(good):

@@ -1,0 +1,73 @@
+"""The page executor: kernels that cannot collide, one cache shared safely, UTC dates."""
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime
+
+import nbformat
+import pytest
+
+from book_extensions import executor
+
+
+def notebook(*sources: str):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def run_one(number: int) -> tuple[str | None, str]:
+    nb = notebook(f"print({number} * 2)")
+    result = executor.execute(nb, timeout=120)
+    return result.error, nb.cells[0].outputs[0]["text"] if nb.cells[0].outputs else ""
+
+
+def test_many_kernels_started_at_once_all_run():
+    # On TCP, kernels pick free ports before binding them; started together, two can
+    # pick the same one. On IPC sockets there are no ports to share.
+    assert executor.IpcKernelManager().transport == "ipc"
+    with ProcessPoolExecutor(8) as pool:
+        results = list(pool.map(run_one, range(8)))
+    assert results == [(None, f"{n * 2}\n") for n in range(8)]
+
+
+def test_a_dead_kernel_is_a_result_with_its_cell_and_exit_code():
+    nb = notebook("print('first')", "import os\nos._exit(7)", "print('never')")
+    result = executor.execute(nb, timeout=60)
+    assert (result.error, result.cell, result.detail) == ("DeadKernelError", 1, "exit code 7")
+    assert nb.cells[0].outputs[0]["text"] == "first\n"
+
+
+def store_many(args: tuple[str, int]) -> int:
+    cache_path, worker = args
+    for n in range(6):
+        nb = notebook(f"# worker {worker}, notebook {n}")
+        executor.store(cache_path, nb, f"/book/w{worker}-n{n}.md", 0.1)
+    return worker
+
+
+def test_parallel_readers_share_one_cache_without_losing_records(tmp_path):
+    # jupyter-cache trims old records between two reads of its database: without the
+    # lock, one writer could delete a record another writer had just added.
+    from jupyter_cache import get_cache
+
+    cache_path = str(tmp_path / "cache")
+    get_cache(cache_path).list_cache_records()
+    with ProcessPoolExecutor(4) as pool:
+        list(pool.map(store_many, [(cache_path, w) for w in range(4)]))
+    records = get_cache(cache_path).list_cache_records()
+    assert sorted(r.uri for r in records) == sorted(f"/book/w{w}-n{n}.md" for w in range(4) for n in range(6))
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Pacific/Kiritimati"])
+def test_cache_times_are_read_as_utc_in_every_time_zone(monkeypatch, zone):
+    stored = datetime(2026, 1, 1, 0, 30)  # how jupyter-cache stores 00:30 UTC: no zone
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        assert executor.utc_timestamp(stored) == 1767227400.0
+        assert stored.timestamp() != 1767227400.0  # reading it as local time would be wrong here
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()

@@ -142,6 +142,26 @@ def prepare_kernels(device: str) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join([root, *[p for p in paths if p != root]])
 
 
+# Pages whose front matter is not YAML (reported once, not again as "not a MyST notebook").
+bad_front_matter: set[str] = set()
+
+# ```{code-cell} <language>: pages run in a Python kernel.
+CODE_CELL = re.compile(r"^(?:`{3,}|~{3,})\{code-cell\}[ \t]*(\S*)", re.M)
+PYTHON_CELLS = {"", "ipython3", "ipython", "python3", "python"}
+
+
+def refuse_other_languages(app: Sphinx, docname: str, source: list[str]) -> None:
+    text = source[0]
+    for number, match in enumerate(CODE_CELL.finditer(text), start=1):
+        language = match.group(1)
+        if language not in PYTHON_CELLS:
+            line = text.count("\n", 0, match.start()) + 1
+            logger.warning(
+                f"code cell {number} is marked {language!r}, but pages run in a Python kernel: "
+                f"write {{code-cell}} ipython3, or a plain ```{language} block to show code without running it",
+                location=(docname, line), type="book", subtype="cell_language")
+
+
 # Front matter that would change how a page executes: jupyter-cache lets a notebook's
 # "execution" metadata override the build's timeout, and myst-nb reads "mystnb" settings.
 PAGE_EXECUTION_KEYS = ("execution", "mystnb")
@@ -161,8 +181,15 @@ def refuse_page_execution_settings(app: Sphinx, docname: str, source: list[str])
         return
     try:
         front = yaml.safe_load(match.group(1)) or {}
-    except yaml.YAMLError:
-        return  # myst-nb reports the broken front matter itself
+    except yaml.YAMLError as error:
+        # MyST says only "Malformed YAML"; this says what and where.
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 2 if mark else 1
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        logger.warning(f"the front matter is not valid YAML: {problem} (line {line})",
+                       location=(docname, line), type="book", subtype="front_matter")
+        bad_front_matter.add(docname)
+        return
     refused = [key for key in PAGE_EXECUTION_KEYS if isinstance(front, dict) and key in front]
     if not refused:
         return
@@ -396,6 +423,8 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     source = Path(env.doc2path(docname))
     if source.suffix == ".md" and not is_myst_markdown_notebook(source.read_text(encoding="utf8")):
         pages(env)[docname] = {"executed": False, "problems": 1}
+        if docname in bad_front_matter:
+            return
         logger.warning("not a MyST notebook: every page starts with front matter that has "
                        "'file_format: mystnb' and a kernelspec", location=docname,
                        type="book", subtype="not_notebook")
@@ -480,6 +509,7 @@ def setup(app: Sphinx) -> None:
     app.connect("env-before-read-docs", on_env_before_read_docs)
     # Before myst-nb's own source-read handling, which executes the page.
     app.connect("source-read", refuse_page_execution_settings, priority=100)
+    app.connect("source-read", refuse_other_languages, priority=100)
     app.connect("doctree-read", on_doctree_read)
     app.connect("env-merge-info", on_env_merge_info)
     app.connect("env-purge-doc", on_env_purge_doc)

@@ -253,3 +253,14 @@ def test_ctrl_c_stops_the_build_without_a_traceback(tmp_path):
     assert build.returncode == 130, output
     assert "error: the build was interrupted; run it again to finish" in output
     assert "Traceback" not in output
+
+
+def test_cells_in_other_languages_and_broken_front_matter_say_what_to_fix(build_fixture):
+    build = build_fixture("source_faults", "html", "--language", "en")
+    assert build.returncode == 1, build.output
+    assert_reported(build.output, [
+        ("en/index.md:17", "code cell 2 is marked 'rust', but pages run in a Python kernel: "
+                           "write {code-cell} ipython3, or a plain ```rust block"),
+        ("en/front-matter.md:", "the front matter is not valid YAML: expected ',' or ']'"),
+    ])
+    assert "not a MyST notebook" not in build.output  # said once, as what is wrong

@@ -41,6 +41,7 @@ def cuda_problem() -> str | None:
 def cache_problem(cache_root: Path, device: str) -> str | None:
     """Why the execution cache cannot be used, or None; Sphinx would say it in a crash report."""
     import sqlite3
+    from contextlib import closing
 
     from .execution import cache_dir
 
@@ -48,7 +49,7 @@ def cache_problem(cache_root: Path, device: str) -> str | None:
     if not database.exists():
         return None
     try:
-        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as connection:
+        with closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)) as connection:
             connection.execute("select count(*) from sqlite_master").fetchone()
     except sqlite3.DatabaseError as error:
         return (f"the execution cache {database.parent} cannot be read ({error}): "

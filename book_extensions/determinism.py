@@ -58,7 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
     args = parser.parse_args(argv)
     timeout = runpy.run_path(str(ROOT / "conf.py"))["nb_execution_timeout"]
-    cells, found = check(args.docs, args.cache_root, timeout)
+    try:
+        cells, found = check(args.docs, args.cache_root, timeout)
+    except releases.ReleasesError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     for line in found:
         print(f"error: {line}", file=sys.stderr)
     print(f"{cells} code cells executed twice: {len(found)} printed differently")

@@ -20,6 +20,7 @@ the page and cell, and every cache access holds one lock per cache.
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 import time
@@ -27,6 +28,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from stat import S_ISREG
 
 from filelock import FileLock
 from jupyter_cache import get_cache
@@ -80,8 +82,13 @@ def source_state() -> dict[str, tuple[int, int]]:
     for root in watched_sources:
         paths = [root] if root.is_file() else root.rglob("*")
         for path in paths:
-            if path.is_file() and "__pycache__" not in path.parts:
+            if "__pycache__" in path.parts:
+                continue
+            try:
                 stat = path.stat()
+            except FileNotFoundError:  # an editor's swap file, gone since the listing
+                continue
+            if S_ISREG(stat.st_mode):
                 state[str(path)] = (stat.st_mtime_ns, stat.st_size)
     return state
 
@@ -101,12 +108,14 @@ def execute(notebook, timeout: int | None) -> Execution:
     running: dict[str, int] = {}
 
     def on_cell_start(cell, cell_index: int) -> None:
-        running["cell"] = cell_index
+        if cell.cell_type == "code":  # nbclient calls this for Markdown cells too
+            running["cell"] = cell_index
 
     before = source_state()
     started = time.perf_counter()
     result = Execution(0.0)
-    with tempfile.TemporaryDirectory(prefix="book-page-") as scratch:
+    # A cell may leave a process writing in its folder: cleaning up must not fail the build.
+    with tempfile.TemporaryDirectory(prefix="book-page-", ignore_cleanup_errors=True) as scratch:
         # The sockets live beside the page's working folder, named by absolute path:
         # a relative one would resolve differently in the kernel and in this process.
         sockets = Path(scratch, "sockets")
@@ -141,6 +150,9 @@ def execute(notebook, timeout: int | None) -> Execution:
             if last:
                 result.detail += f": {last[-1].strip()}"
         except Exception as error:  # noqa: BLE001 - reported with the page, never a crash
+            if getattr(client, "_async_cleanup_kernel_future", None) is not None:
+                # nbclient caught Ctrl-C (or SIGTERM) and shut the kernel down: stop the build.
+                raise KeyboardInterrupt from error
             result.error = type(error).__name__
             result.detail = (str(error).strip().splitlines() or [""])[0]
     result.seconds = time.perf_counter() - started
@@ -214,11 +226,13 @@ class PageClient(NotebookClientBase):
             "book_cell": result.cell,
             "book_detail": result.detail,
         }
-        self.remember()
+        if result.error is None:
+            self.remember()
 
     def remember(self) -> None:
+        # A copy: myst-nb then takes glued values out of the notebook and merges its streams.
         if self.path is not None:
-            executed_notebooks[str(self.path)] = self.notebook
+            executed_notebooks[str(self.path)] = copy.deepcopy(self.notebook)
 
 
 def install() -> None:

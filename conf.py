@@ -64,3 +64,7 @@ html_context = {"default_mode": "auto"}
 html_last_updated_fmt = None
 html_copy_source = False
 html_show_sourcelink = False
+
+# nox -s linkcheck: a host that has not answered in 30 s, twice, counts as broken.
+linkcheck_timeout = 30
+linkcheck_retries = 2

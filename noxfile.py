@@ -4,6 +4,9 @@
                        (``-- --device cuda`` for the GPU job)
     nox -s doctest     run the "Check yourself" doctests of both languages
     nox -s tests       the test suite: the gates on small fixture books, and the real book
+    nox -s lint        ruff on the book's own code
+    nox -s linkcheck   every external link of both languages (needs the network)
+    nox -s determinism execute every page a second time; fails on any output that changed
     nox -s compare     compare results/cpu.json with results/cuda.json; fails on behaviour
     nox -s versions    execute the book under each release of torch-releases.txt, record
                        results/cpu-torch-<release>.json and print what changed
@@ -108,6 +111,19 @@ def versions(session: nox.Session) -> None:
     for release in releases:
         python(session, environment(session, release), "-m", "book_extensions.releases", "record")
     python(session, environment(session), "-m", "book_extensions.releases", "changes")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff on the book's own code (book_extensions, tests, examples, noxfile, conf.py)."""
+    environment(session)
+    session.run("ruff", "check", ".", external=True)
+
+
+@nox.session
+def linkcheck(session: nox.Session) -> None:
+    """Check every external link of both languages (needs the network; weekly in CI)."""
+    python(session, environment(session), *BUILD, "linkcheck", *session.posargs)
 
 
 @nox.session

@@ -9,6 +9,7 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.executor`: runs a page in a fresh kernel (or takes it from the cache), with
   every failure reported against its page and cell;
 - :mod:`.parity`: the two languages have the same pages, code and structure;
+- :mod:`.pages`: every page has a title;
 - :mod:`.search`: the Chinese search language and the in-browser ranking of results;
 - :mod:`.layout`: outputs, tables and inline code that read on a phone and in print;
 - :mod:`.prose`: no sentence names the torch release that built it;
@@ -36,8 +37,8 @@ Workarounds for upstream bugs, to drop once fixed there:
 
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions.<tool>`` imports only what it needs.
-    from . import devices, execution, languages, layout, offline, parity, prose, provenance, releases, site
+    from . import devices, execution, languages, layout, offline, pages, parity, prose, provenance, releases, site
 
-    for module in (languages, layout, execution, parity, prose, offline, devices, releases, site, provenance):
+    for module in (languages, layout, execution, pages, parity, prose, offline, devices, releases, site, provenance):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -76,16 +76,16 @@ def main() -> int:
         steps = [
             ("cold build (empty cache)", lambda: None),
             ("rebuild, no change", lambda: None),
-            (f"rebuild after a prose edit of {page}", lambda: [edit_prose(work / "docs" / l / page) for l in languages]),
-            (f"rebuild after a code edit of {page}", lambda: [edit_code(work / "docs" / l / page) for l in languages]),
+            (f"rebuild after a prose edit of {page}", lambda: [edit_prose(work / "docs" / lang / page) for lang in languages]),
+            (f"rebuild after a code edit of {page}", lambda: [edit_code(work / "docs" / lang / page) for lang in languages]),
         ]
-        print(f"{'step':<52} {'seconds':>8}  " + "  ".join(f"executed ({l})" for l in languages))
+        print(f"{'step':<52} {'seconds':>8}  " + "  ".join(f"executed ({lang})" for lang in languages))
         failed = False
         for name, change in steps:
             change()
             took, executed, rc = build(work)
             failed |= rc != 0
-            counts = "  ".join(f"{len(executed[l]):>{len(f'executed ({l})')}}" for l in languages)
+            counts = "  ".join(f"{len(executed[lang]):>{len(f'executed ({lang})')}}" for lang in languages)
             print(f"{name:<52} {took:>8.1f}  {counts}" + ("   (build FAILED)" if rc else ""), flush=True)
     return 1 if failed else 0
 

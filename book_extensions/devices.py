@@ -24,8 +24,8 @@ import json
 import platform
 import re
 import sys
-from itertools import zip_longest
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,9 +94,8 @@ def current_digests(docs: Path) -> dict[str, list[str]]:
 
 def record(device: str, cache_dir: Path, docs: Path) -> dict:
     """Every code cell's outputs, from the device's execution cache."""
-    from jupyter_cache import get_cache
-
     import torch
+    from jupyter_cache import get_cache
 
     cache = get_cache(str(cache_dir))
     pages = {}
@@ -109,7 +108,7 @@ def record(device: str, cache_dir: Path, docs: Path) -> dict:
             executed_at.append(cache.match_cache_notebook(notebook).created)
             _, executed = cache.merge_match_into_notebook(notebook)
         except KeyError:
-            raise SystemExit(f"error: docs/en/{page}.md has no {device} execution in {cache_dir}; build first")
+            raise SystemExit(f"error: docs/en/{page}.md has no {device} execution in {cache_dir}; build first") from None
         code = [c for c in executed.cells if c.cell_type == "code"]
         pages[page] = [
             {"source": source_digest(cell.source),

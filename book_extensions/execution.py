@@ -24,10 +24,9 @@ import re
 import shutil
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from docutils import nodes
 from jupyter_cache import get_cache
@@ -193,8 +192,8 @@ def refuse_page_execution_settings(app: Sphinx, docname: str, source: list[str])
     refused = [key for key in PAGE_EXECUTION_KEYS if isinstance(front, dict) and key in front]
     if not refused:
         return
-    line = next((n for n, l in enumerate(match.group(1).splitlines(), start=2)
-                 if l.split(":")[0].strip() in refused), 1)
+    line = next((n for n, text in enumerate(match.group(1).splitlines(), start=2)
+                 if text.split(":")[0].strip() in refused), 1)
     logger.warning(
         f"front matter sets {', '.join(refused)}: a page cannot change how it executes "
         f"(the build's nb_execution_timeout is {app.config.nb_execution_timeout} s for every page); "
@@ -361,7 +360,7 @@ def clean_outputs(docname: str, doctree: nodes.document) -> int:
 
 def provenance_note(app: Sphinx, exec_data: dict) -> nodes.paragraph:
     language = app.config.language
-    date = datetime.fromtimestamp(exec_data["mtime"], tz=timezone.utc).strftime("%Y-%m-%d")
+    date = datetime.fromtimestamp(exec_data["mtime"], tz=UTC).strftime("%Y-%m-%d")
     text = message(language, "provenance").format(
         torch=torch_version(), device=device_name(app.config.book_device), date=date
     )

@@ -26,7 +26,7 @@ import tempfile
 import time
 from contextlib import suppress
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from stat import S_ISREG
 
@@ -180,7 +180,7 @@ def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
 
 def utc_timestamp(naive_utc: datetime) -> float:
     # jupyter-cache stores datetime.utcnow() without a zone.
-    return naive_utc.replace(tzinfo=timezone.utc).timestamp()
+    return naive_utc.replace(tzinfo=UTC).timestamp()
 
 
 class PageClient(NotebookClientBase):

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 
 from docutils.nodes import make_id
+from markdown_it.renderer import RendererHTML
 from myst_nb.core.read import read_myst_markdown_notebook
 from myst_parser.config.main import MdParserConfig
-from markdown_it.renderer import RendererHTML
 from myst_parser.parsers.mdit import create_md_parser
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -96,11 +97,12 @@ def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
         return f"it has {len(page.code_cells)} code cells, {ref_name} has {len(reference.code_cells)}"
     for number, (mine, theirs) in enumerate(zip(page.code_cells, reference.code_cells), start=1):
         if mine[0] != theirs[0]:
-            line = next(
-                (i for i, (a, b) in enumerate(zip(mine[0].splitlines() + [""], theirs[0].splitlines() + [""]), 1) if a != b),
-                1,
-            )
-            return f"code cell {number} differs from {ref_name}'s at its line {line}"
+            # Split on "\n" (not splitlines): a blank line more at the end is a difference too.
+            pairs = zip_longest(mine[0].split("\n"), theirs[0].split("\n"))
+            line, (a, b) = next((i, pair) for i, pair in enumerate(pairs, 1) if pair[0] != pair[1])
+            here = "no such line" if a is None else repr(a)
+            there = "no such line" if b is None else repr(b)
+            return f"code cell {number} differs from {ref_name}'s at its line {line}: {here} here, {there} there"
         if mine[1] != theirs[1]:
             return f"code cell {number} has metadata {mine[1]}, {ref_name} has {theirs[1]}"
     if len(page.headings) != len(reference.headings):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
@@ -52,14 +52,14 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         versions.insert(1, ["Python", platform.python_version()])
         summary = nodes.paragraph("", say(
             "provenance_build", device=device_name(app.config.book_device),
-            date=datetime.now(timezone.utc).strftime("%Y-%m-%d")))
+            date=datetime.now(UTC).strftime("%Y-%m-%d")))
         rows = []
         this_build = set(getattr(app.env, "book_read_now", []))
         for page in sorted(app.env.found_docs):
             data = NbMetadataCollector.get_exec_data(app.env, page)
             if not data or page in getattr(app.env, "book_provenance_docs", set()):
                 continue
-            produced = datetime.fromtimestamp(data["mtime"], tz=timezone.utc).strftime("%Y-%m-%d")
+            produced = datetime.fromtimestamp(data["mtime"], tz=UTC).strftime("%Y-%m-%d")
             if page not in this_build:
                 status = say("provenance_unchanged")
             elif pages(app.env).get(page, {}).get("executed"):

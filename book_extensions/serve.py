@@ -12,7 +12,8 @@ import argparse
 import os
 import sys
 
-from .build import ROOT, book_languages, parse_args as build_args, sphinx_command
+from .build import ROOT, book_languages, sphinx_command
+from .build import parse_args as build_args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """What makes the site findable and shareable.
 
-- Open Graph tags on every page (title, description, locale, and the URL when
-  ``book_base_url`` is set);
+- Open Graph tags on every page, by sphinxext-opengraph (title, description, locale,
+  and the page's absolute URL when ``book_base_url`` is set);
 - only the theme's message catalogs of the language built;
 - in every page's footer, in the reader's language: the licences (text CC BY-SA 4.0,
   code MIT-0; see LICENSE) and, when ``book_repository`` is set, links to report a
@@ -40,6 +40,18 @@ def description(doctree: nodes.document | None, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
 
 
+def add_description(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """Runs before sphinxext-opengraph, which then uses it for og:description too.
+
+    Its own description joins the page's text nodes with spaces ("没有 grad_fn 。")
+    and runs into the provenance line; this is the first real paragraph, as written.
+    """
+    text = description(doctree)
+    if text:
+        context["meta"] = {**(context.get("meta") or {}), "og:description": text}
+        context["metatags"] = context.get("metatags", "") + f'<meta name="description" content="{escape(text)}">\n'
+
+
 def link(text: str, href: str) -> str:
     return f'<a href="{escape(href)}">{escape(text)}</a>'
 
@@ -62,22 +74,16 @@ def add_footer(app: Sphinx, pagename, templatename, context, doctree) -> None:
     context["book_footer"] = footer
 
 
-def add_open_graph(app: Sphinx, pagename, templatename, context, doctree) -> None:
-    language = current_language(app.config)
-    tags = {
-        "og:type": "article",
-        "og:site_name": app.config.project,
-        "og:title": re.sub(r"<[^>]+>", "", context.get("title") or app.config.project),
-        "og:description": description(doctree),
-        "og:locale": language["hreflang"].replace("-", "_"),
-    }
-    base = app.config.book_base_url.rstrip("/")
-    if base:
-        tags["og:url"] = f"{base}/{language['code']}/{pagename}.html"
-    meta = "".join(f'<meta property="{k}" content="{escape(v)}">\n' for k, v in tags.items() if v)
-    if tags["og:description"]:
-        meta += f'<meta name="description" content="{escape(tags["og:description"])}">\n'
-    context["metatags"] = context.get("metatags", "") + meta
+def configure_open_graph(app: Sphinx, config) -> None:
+    """sphinxext-opengraph's settings for the language being built."""
+    language = current_language(config)
+    base = config.book_base_url.rstrip("/")
+    config.ogp_site_url = f"{base}/{language['code']}/" if base else ""
+    config.ogp_type = "article"
+    # It would draw a PNG card per page with matplotlib: pages are text, and light.
+    config.ogp_social_cards = {"enable": False}
+    locale = language["hreflang"].replace("-", "_")
+    config.ogp_custom_meta_tags = [*config.ogp_custom_meta_tags, f'<meta property="og:locale" content="{locale}" />']
 
 
 NOT_FOUND = """<!DOCTYPE html>
@@ -152,6 +158,8 @@ def write_site_files(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> None:
-    app.connect("html-page-context", add_open_graph)
+    app.setup_extension("sphinxext.opengraph")
+    app.connect("config-inited", configure_open_graph)
+    app.connect("html-page-context", add_description, priority=400)
     app.connect("html-page-context", add_footer)
     app.connect("build-finished", write_site_files)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import shutil
 import sys
 import threading
@@ -27,7 +28,8 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
 
 
 def chromium_path() -> str:
-    return shutil.which("chromium") or "/usr/bin/chromium"
+    """$CHROMIUM (GitHub's runners carry Google Chrome), else Debian's chromium."""
+    return os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -55,7 +57,12 @@ def measure(site: Path, browser) -> list[tuple[str, int, float]]:
             context = browser.new_context()
             page = context.new_page()
             sizes: dict[str, int] = {}
-            page.on("response", lambda r: sizes.__setitem__(r.url, len(r.body())) if r.status == 200 else None)
+
+            def count(response, sizes=sizes) -> None:
+                if response.status == 200:
+                    sizes[response.url] = len(response.body())
+
+            page.on("response", count)
             page.goto(f"{base}/{name}", wait_until="networkidle")
             fcp = page.evaluate("performance.getEntriesByName('first-contentful-paint')[0]?.startTime || 0")
             rows.append((name, sum(sizes.values()), fcp))

@@ -5,12 +5,12 @@ import json
 import re
 
 import pytest
+from conftest import ROOT
+from site_checks import ALLOWED_IN_ZH, english_words, search
 
 from book_extensions import parity
 from book_extensions.execution import EXECUTIONS_FILE
 from book_extensions.offline import check_site
-from conftest import ROOT
-from site_checks import ALLOWED_IN_ZH, english_words, search
 
 pytestmark = pytest.mark.book
 
@@ -106,7 +106,7 @@ def test_the_provenance_page_names_the_toolchain_and_every_page(book):
 
     for language, executed_word in (("en", "in this build"), ("zh", "本次构建")):
         page = (book.site() / language / "provenance.html").read_text(encoding="utf8")
-        assert f"<code class=\"docutils literal notranslate\"><span class=\"pre\">torch</span></code>" in page
+        assert "<code class=\"docutils literal notranslate\"><span class=\"pre\">torch</span></code>" in page
         assert torch_version() in page and executed_word in page
         for chapter in ("article", "detach", "error-atlas", "cheat-sheet"):
             assert f'<span class="pre">{chapter}</span>' in page, (language, chapter)

@@ -13,7 +13,6 @@ import re
 from urllib.parse import urljoin
 
 import pytest
-
 from conftest import SCREENSHOTS
 
 pytestmark = pytest.mark.book

@@ -9,9 +9,8 @@ Screenshots land in _build/screenshots/nav-*.png.
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
-
 from conftest import SCREENSHOTS
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.book
 

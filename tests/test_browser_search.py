@@ -15,7 +15,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from conftest import SCREENSHOTS
 from site_checks import load_search_index
 

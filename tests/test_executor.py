@@ -1,6 +1,5 @@
 """The page executor: kernels that cannot collide, one cache shared safely, UTC dates."""
 
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime

@@ -1,6 +1,5 @@
 """Every gate of the build fails when it should, naming the page and the cause."""
 
-import importlib.util
 import os
 import re
 import shutil
@@ -11,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, build_book
 
 
@@ -88,7 +86,7 @@ def test_a_page_that_changes_the_sources_fails_and_is_not_cached(tmp_path):
     (docs / "en" / "other.md").write_text(
         (docs / "en" / "other.md").read_text().replace(
             'raise ValueError("boom")', f"open({str(written)!r}, 'a').write('x')"))
-    for attempt in range(2):  # not cached: the second build executes it (and fails) again
+    for _ in range(2):  # not cached: the second build executes it (and fails) again
         build = build_book(docs, tmp_path / "work", "html", "--language", "en")
         assert build.returncode == 1, build.output
         assert_reported(build.output, [("en/other.md", "the book's sources changed while this page "
@@ -179,9 +177,8 @@ def test_a_page_cannot_raise_its_own_timeout(build_fixture):
 
 
 def test_a_second_build_on_the_same_cache_is_refused_in_one_line(tmp_path):
-    from filelock import FileLock
-
     from conftest import FIXTURES, build_book
+    from filelock import FileLock
 
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -259,8 +256,13 @@ def test_cells_in_other_languages_and_broken_front_matter_say_what_to_fix(build_
     build = build_fixture("source_faults", "html", "--language", "en")
     assert build.returncode == 1, build.output
     assert_reported(build.output, [
-        ("en/index.md:17", "code cell 2 is marked 'rust', but pages run in a Python kernel: "
+        ("en/index.md:18", "code cell 2 is marked 'rust', but pages run in a Python kernel: "
                            "write {code-cell} ipython3, or a plain ```rust block"),
         ("en/front-matter.md:", "the front matter is not valid YAML: expected ',' or ']'"),
     ])
-    assert "not a MyST notebook" not in build.output  # said once, as what is wrong
+    # Said once, as what is wrong: not again as "not a MyST notebook".
+    assert not any("front-matter.md" in line and "not a MyST notebook" in line for line in warnings_of(build.output))
+    # An empty page: what it lacks, once each (Sphinx said "doesn't have a title" six times).
+    assert_reported(build.output, [("en/empty.md", "not a MyST notebook"),
+                                   ("en/empty.md", "the page has no title: start it with a '# ' heading")])
+    assert "doesn't have a title" not in build.output

@@ -1,18 +1,17 @@
 """A small correct book builds, in both languages, the way the real one must."""
 
 import json
+import re
 import subprocess
 import sys
-import re
 from pathlib import Path
 
 import pytest
-
-from book_extensions.offline import check_site
-from book_extensions.execution import EXECUTIONS_FILE
 from conftest import FIXTURES, ROOT, build_book
 from site_checks import ALLOWED_IN_ZH, english_words, search
 
+from book_extensions.execution import EXECUTIONS_FILE
+from book_extensions.offline import check_site
 
 
 @pytest.fixture(scope="module")
@@ -161,9 +160,12 @@ def test_pages_are_shareable_and_the_site_findable(tmp_path):
     site = build.site()
     zh = (site / "zh" / "second.html").read_text(encoding="utf8")
     assert '<link rel="canonical" href="https://book.example/ctg/zh/second.html" />' in zh
-    assert '<meta property="og:url" content="https://book.example/ctg/zh/second.html">' in zh
-    assert '<meta property="og:locale" content="zh_CN">' in zh
-    assert '<meta property="og:title" content="叶子张量">' in zh
+    assert '<meta property="og:url" content="https://book.example/ctg/zh/second.html" />' in zh
+    assert '<meta property="og:locale" content="zh_CN" />' in zh
+    assert '<meta property="og:title" content="叶子张量" />' in zh
+    # The first paragraph as written (no space before 。), not the provenance line.
+    assert '<meta property="og:description" content="叶子张量没有 grad_fn。" />' in zh
+    assert zh.count('<meta name="description"') == 1 and "og:image" not in zh
     sitemap = (site / "sitemap.xml").read_text(encoding="utf8")
     assert sitemap.count("<url>") == 4
     assert ('<loc>https://book.example/ctg/zh/second.html</loc>\n'

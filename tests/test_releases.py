@@ -5,17 +5,14 @@ import json
 import re
 import subprocess
 import sys
-import zipfile
-from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, build_book
+from test_gates import assert_reported
 
 from book_extensions import devices, releases, toolchain
 from book_extensions.execution import torch_version
 from book_extensions.prose import literal_versions
-from conftest import FIXTURES, build_book
-from test_gates import assert_reported
-
 
 # --- the list of releases ----------------------------------------------------
 

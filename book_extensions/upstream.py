@@ -1,0 +1,163 @@
+"""Every place where the book leans on another project's internals, or on a copy of its files.
+
+Each entry says where, why, and when it can go. :func:`problems` checks that every
+internal name still exists and that every copied file is still the version we copied
+(by digest), so that an upgrade that moves one fails ``tests/test_upstream.py`` with
+the entry's name, instead of quietly breaking a page.
+
+    python -m book_extensions.upstream     # list them, and what has changed
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Workaround:
+    where: str  # our file
+    why: str
+    until: str  # when it can go
+    internal: str = ""  # "module:attribute.attribute" that is not public API
+    copied: tuple[str, str, str] = ()  # (package, file inside it, sha256 prefix of the copied version)
+
+
+WORKAROUNDS = [
+    Workaround(
+        "book_extensions/executor.py",
+        "replaces myst-nb's client for the 'cache' execution mode (no setting selects another): "
+        "TCP port races between parallel kernels, a dead kernel crashing the build, pages run beside "
+        "their sources, jupyter-cache's record trimming racing between parallel readers, UTC read as local",
+        "myst-nb and jupyter-cache handle these, or let a project choose its client",
+        internal="myst_nb.sphinx_:create_client",
+    ),
+    Workaround(
+        "book_extensions/executor.py",
+        "the executor subclasses myst-nb's client base and fills its exec_metadata",
+        "as above",
+        internal="myst_nb.core.execute.base:NotebookClientBase.exec_metadata",
+    ),
+    Workaround(
+        "book_extensions/execution.py, provenance.py",
+        "each page's execution record (executed or cached, when, failure) is read from myst-nb's collector",
+        "myst-nb documents a way to read it",
+        internal="myst_nb.sphinx_:NbMetadataCollector.get_exec_data",
+    ),
+    Workaround(
+        "book_extensions/execution.py",
+        "per-language executed notebooks go beside the doctrees, not into the published site: "
+        "myst-nb's config object is copied with another output_folder",
+        "myst-nb gets a setting for where it writes jupyter_execute/",
+        internal="myst_nb.core.config:NbParserConfig.copy",
+    ),
+    Workaround(
+        "book_extensions/kernel_startup.py",
+        "ipykernel's private flush interval is raised so that what a cell prints arrives in one "
+        "chunk: chunking by timing made outputs differ between runs",
+        "ipykernel can be told to flush only when a cell ends",
+        internal="ipykernel.iostream:OutStream.flush_interval",
+    ),
+    Workaround(
+        "book_extensions/search.py",
+        "Chinese search subclasses Sphinx's SearchChinese to load jieba only when a page needs it",
+        "Sphinx loads jieba lazily itself",
+        internal="sphinx.search.zh:SearchChinese",
+    ),
+    Workaround(
+        "book_extensions/static/book.js",
+        "the visible site-menu and page-contents buttons do nothing below 992 px: the theme binds the "
+        "first such button, a hidden one (pydata-sphinx-theme#2451, sphinx-book-theme#988); the script "
+        "hands the clicks on",
+        "both issues are fixed; tests/test_browser_navigation.py shows whether the theme still needs it",
+    ),
+    Workaround(
+        "book_extensions/templates/sbt-sidebar-nav.html",
+        "the sidebar's aria-label made translatable",
+        "sphinx-book-theme translates it",
+        copied=("sphinx_book_theme", "theme/sphinx_book_theme/components/sbt-sidebar-nav.html", "38342bd744042ee1"),
+    ),
+    Workaround(
+        "book_extensions/templates/toggle-primary-sidebar.html",
+        "the button's tooltip made translatable",
+        "sphinx-book-theme translates it",
+        copied=("sphinx_book_theme", "theme/sphinx_book_theme/components/toggle-primary-sidebar.html",
+                "316c98ec6677c656"),
+    ),
+    Workaround(
+        "book_extensions/templates/toggle-secondary-sidebar.html",
+        "the button's tooltip made translatable",
+        "sphinx-book-theme translates it",
+        copied=("sphinx_book_theme", "theme/sphinx_book_theme/components/toggle-secondary-sidebar.html",
+                "0cf39e5b61b02a71"),
+    ),
+    Workaround(
+        "book_extensions/templates/layout.html",
+        "the print-only table of contents gets a translatable label: its docs_body block repeats "
+        "sphinx-book-theme's",
+        "sphinx-book-theme translates it",
+        copied=("sphinx_book_theme", "theme/sphinx_book_theme/layout.html", "2cd2fbbe2caedf3a"),
+    ),
+    Workaround(
+        "book_extensions/templates/layout.html",
+        "the same block also repeats pydata-sphinx-theme's docs_body, one level up",
+        "as above",
+        copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
+    ),
+]
+
+
+def resolve(internal: str) -> object:
+    module, _, attributes = internal.partition(":")
+    found: object = importlib.import_module(module)
+    for name in attributes.split("."):
+        found = getattr(found, name)
+    return found
+
+
+def digest(package: str, path: str) -> str:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"{package} is not installed")
+    file = Path(next(iter(spec.submodule_search_locations))) / path
+    return hashlib.sha256(file.read_bytes()).hexdigest()[: 16]
+
+
+def problems(workarounds: list[Workaround] = WORKAROUNDS) -> list[str]:
+    """One line per workaround whose upstream has moved."""
+    found = []
+    for item in workarounds:
+        if item.internal:
+            try:
+                resolve(item.internal)
+            except (ImportError, AttributeError) as error:
+                found.append(f"{item.where}: {item.internal} is gone ({error}); {item.why}")
+        if item.copied:
+            package, path, copied = item.copied
+            try:
+                now = digest(package, path)
+            except (FileNotFoundError, OSError) as error:
+                found.append(f"{item.where}: {package}/{path} cannot be read ({error})")
+                continue
+            if now != copied:
+                found.append(f"{item.where}: {package}/{path} changed since it was copied "
+                             f"(sha256 {copied}…, now {now}…): merge the change into our copy, "
+                             "then update the digest in book_extensions/upstream.py")
+    return found
+
+
+def main() -> int:
+    for item in WORKAROUNDS:
+        print(f"- {item.where}: {item.why}.\n  Until: {item.until}.")
+    found = problems()
+    for line in found:
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -17,13 +17,21 @@ import runpy
 import subprocess
 import sys
 import time
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def book_languages(confdir: Path) -> list[dict]:
+@cache
+def book_languages(confdir: Path = ROOT) -> list[dict]:
+    """The book's languages, as conf.py declares them (the one list everything reads)."""
     return runpy.run_path(str(confdir / "conf.py"))["book_languages"]
+
+
+def reference_language(confdir: Path = ROOT) -> str:
+    """The first declared language: the one others are compared with, and records are read from."""
+    return book_languages(confdir)[0]["code"]
 
 
 def cuda_problem() -> str | None:

@@ -77,14 +77,24 @@ def joined_streams(outputs: list) -> list:
     return joined
 
 
-def book_notebooks(docs: Path, language: str = "en"):
-    """(page, notebook) for every page, read the way the build reads it."""
+def book_notebooks(docs: Path, language: str | None = None):
+    """(page, notebook) for every page (of the reference language), read the way the build reads it."""
     from myst_nb.core.read import read_myst_markdown_notebook
 
+    from .build import reference_language
+
+    language = language or reference_language()
     for path in sorted((docs / language).rglob("*.md")):
         text = path.read_text(encoding="utf8")
         notebook = read_myst_markdown_notebook(text, path=str(path))
         yield path.relative_to(docs / language).with_suffix("").as_posix(), notebook
+
+
+def page_source(docs: Path, page: str) -> str:
+    """How messages name a page of the reference language: docs/en/detach.md."""
+    from .build import reference_language
+
+    return f"{docs.name}/{reference_language()}/{page}.md"
 
 
 def current_digests(docs: Path) -> dict[str, list[str]]:
@@ -108,7 +118,8 @@ def record(device: str, cache_dir: Path, docs: Path) -> dict:
             executed_at.append(cache.match_cache_notebook(notebook).created)
             _, executed = cache.merge_match_into_notebook(notebook)
         except KeyError:
-            raise SystemExit(f"error: docs/en/{page}.md has no {device} execution in {cache_dir}; build first") from None
+            raise SystemExit(f"error: {page_source(docs, page)} has no {device} execution in {cache_dir}; "
+                             "build first") from None
         code = [c for c in executed.cells if c.cell_type == "code"]
         pages[page] = [
             {"source": source_digest(cell.source),
@@ -294,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"CPU ({cpu['torch']}) against CUDA ({cuda['torch']}, {cuda['device_name']}, "
           f"CUDA {cuda['cuda']}, {cuda['date']})")
     for d in differences:
-        print(f"  {d.kind:<9} docs/en/{d.page}.md code cell {d.cell}: {d.detail}")
+        print(f"  {d.kind:<9} {page_source(args.docs, d.page)} code cell {d.cell}: {d.detail}")
     failing = [d for d in differences if d.fails]
     print(f"{len(failing)} behaviour differences, "
           f"{len([d for d in differences if not d.fails])} stale or missing cells")
@@ -341,7 +352,8 @@ class DeviceComparison(SphinxDirective):
         docs = Path(self.env.srcdir).parent
         # Re-read when a record or any page's code changes. Sphinx counts a missing
         # file as changed on every build; records_appeared() covers those instead.
-        for path in [*sorted(results.glob("*.json")), *sorted((docs / "en").rglob("*.md"))]:
+        reference = self.config.book_languages[0]["code"]
+        for path in [*sorted(results.glob("*.json")), *sorted((docs / reference).rglob("*.md"))]:
             if path.exists():
                 self.env.note_dependency(str(path))
         if not hasattr(self.env, "book_comparison_docs"):

@@ -179,9 +179,11 @@ def setup(app: Sphinx) -> None:
 
 
 def main(argv: list[str]) -> int:
+    from .build import book_languages
+
     docs = Path(argv[0]) if argv else Path("docs")
-    languages = sorted(p.name for p in docs.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
-    reference = "en" if "en" in languages else languages[0]
+    languages = [lang["code"] for lang in book_languages()]
+    reference = languages[0]
     problems = [pp for lang in languages if lang != reference for pp in compare(docs, lang, reference)]
     for page, problem in problems:
         print(f"docs/{page}: {problem}")

@@ -65,6 +65,7 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
     from jupyter_cache import get_cache
 
     from . import executor
+    from .build import reference_language
     from .execution import prepare_kernels
 
     prepare_kernels("cpu")
@@ -78,10 +79,10 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
             continue
         except KeyError:
             pass
-        path = docs / "en" / f"{page}.md"
+        path = docs / reference_language() / f"{page}.md"
         result = executor.execute(notebook, timeout)
         if result.error is not None:
-            raise ReleasesError(f"docs/en/{page}.md: execution stopped with {result.error}"
+            raise ReleasesError(f"{devices.page_source(docs, page)}: execution stopped with {result.error}"
                                 + (f" ({result.detail})" if result.detail else ""))
         executor.store(str(cache_dir), notebook, str(path), result.seconds)
         executed.append(page)
@@ -162,7 +163,7 @@ def report_changes(results: Path, docs: Path, pairs: list[tuple[str, str]]) -> i
         print(f"torch {old} -> {new}: {compared} cells compared, {len(found)} changed")
         for d in found:
             first, second = excerpt(d.first, d.second) if d.kind == "behaviour" else (d.first, d.second)
-            print(f"  docs/en/{d.page}.md code cell {d.cell}: {first!r} -> {second!r}")
+            print(f"  {devices.page_source(docs, d.page)} code cell {d.cell}: {first!r} -> {second!r}")
         total += len(found)
     return total
 
@@ -382,7 +383,7 @@ class TorchReleases(SphinxDirective):
         releases_file = Path(self.env.app.confdir, self.config.book_releases_file)
         note_records(self.env, results, releases, releases_file)
         docs = Path(self.env.srcdir).parent
-        for path in sorted((docs / "en").glob("*.md")):
+        for path in sorted((docs / self.config.book_languages[0]["code"]).glob("*.md")):
             self.env.note_dependency(str(path))
         records = recorded(results, releases)
         out: list[nodes.Node] = []

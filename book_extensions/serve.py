@@ -18,11 +18,12 @@ from .build import parse_args as build_args
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m book_extensions.serve")
-    parser.add_argument("language", nargs="?", default="en")
+    parser.add_argument("language", nargs="?", help="a language of conf.py (default: the first)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--port", default="8000")
     args = parser.parse_args(argv)
     languages = {lang["code"]: lang for lang in book_languages(ROOT)}
+    args.language = args.language or next(iter(languages))
     if args.language not in languages:
         print(f"error: unknown language {args.language!r} (known: {', '.join(languages)})", file=sys.stderr)
         return 2

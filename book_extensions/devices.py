@@ -24,7 +24,7 @@ import json
 import platform
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
 
@@ -167,6 +167,12 @@ class Difference:
     detail: str
     first: str = ""  # what differs, as each side printed it (one line or one value)
     second: str = ""
+    template: str = ""  # the detail as a message key and its values, to say it in any language
+    values: dict = field(default_factory=dict)
+
+    def described(self) -> str:
+        """The detail in the language being built."""
+        return message(self.template).format(**self.values) if self.template else self.detail
 
     @property
     def fails(self) -> bool:
@@ -196,23 +202,33 @@ def compare_outputs(first: list[str], second: list[str], loose_wording: bool,
     first_errors, second_errors = errors(first), errors(second)
     if bool(first_errors) != bool(second_errors):
         raised = first_errors or second_errors
-        return ("behaviour", f"{raised[0]} only on {one if first_errors else two}",
-                last_line(first), last_line(second))
+        return found("behaviour", "difference_raised_only", last_line(first), last_line(second),
+                     error=raised[0], side=one if first_errors else two)
     if first_errors != second_errors:
-        return ("behaviour", f"{one} raised {first_errors[0]}, {two} raised {second_errors[0]}",
-                first_errors[0], second_errors[0])
+        return found("behaviour", "difference_raised_other", first_errors[0], second_errors[0], one=one, two=two)
     a = normalise("\n".join(first), loose_wording, rules.devices)
     b = normalise("\n".join(second), loose_wording, rules.devices)
     if NUMBER.sub("#", a) != NUMBER.sub("#", b):
         # The first line that differs; only blank lines, if the lines themselves all agree.
         line_a, line_b = next(((x, y) for x, y in zip_longest(a.split("\n"), b.split("\n"), fillvalue="")
                                if x != y), (repr(a[-40:]), repr(b[-40:])))
-        return ("behaviour", f"{one} printed {line_a.strip()!r}, {two} printed {line_b.strip()!r}",
-                line_a.strip(), line_b.strip())
+        return found("behaviour", "difference_printed", line_a.strip(), line_b.strip(), one=one, two=two,
+                     quoted_first=repr(line_a.strip()), quoted_second=repr(line_b.strip()))
     for x, y in zip(NUMBER.findall(a), NUMBER.findall(b)):
         if not numbers_close(x, y):
-            return "value", f"{one} {x} against {two} {y}", x, y
+            return found("value", "difference_value", x, y, one=one, two=two)
     return None
+
+
+def found(kind: str, template: str, first: str, second: str, **values: str) -> tuple:
+    """Difference's fields after page and cell: the detail in English (for the command line),
+    and as a message with its values, to say it in the language of a page."""
+    values = {"first": first, "second": second, **values}
+    return kind, ENGLISH[template].format(**values), first, second, template, values
+
+
+def said(template: str, **values: str) -> tuple[str, str, dict]:
+    return ENGLISH[template].format(**values), template, values
 
 
 def last_line(outputs: list[str]) -> str:
@@ -235,7 +251,8 @@ def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = No
         for number, cell in enumerate(cells, start=1):
             other = by_source.get(cell["source"])
             if other is None:
-                found.append(Difference(page, number, "missing", f"not in the {rules.names[1]} record (code changed since)"))
+                english, template, values = said("difference_missing", two=rules.names[1])
+                found.append(Difference(page, number, "missing", english, template=template, values=values))
                 continue
             result = compare_outputs(cell["outputs"], other["outputs"], loose, rules)
             if result:
@@ -245,7 +262,8 @@ def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = No
             current = set(digests.get(page, []))
             for number, cell in enumerate(cells, start=1):
                 if cell["source"] not in current:
-                    found.append(Difference(page, number, "stale", f"this cell's code has changed since the {rules.names[1]} run"))
+                    english, template, values = said("difference_stale", two=rules.names[1])
+                    found.append(Difference(page, number, "stale", english, template=template, values=values))
     return found
 
 
@@ -322,7 +340,7 @@ from docutils import nodes  # noqa: E402
 from sphinx.application import Sphinx  # noqa: E402
 from sphinx.util.docutils import SphinxDirective  # noqa: E402
 
-from .messages import message  # noqa: E402
+from .messages import ENGLISH, message  # noqa: E402
 
 
 def table(header: list[str], rows: list[list[nodes.Node | str]], classes: list[str] = ()) -> nodes.table:
@@ -347,7 +365,6 @@ class DeviceComparison(SphinxDirective):
     """Renders the comparison of the recorded CPU and CUDA runs, in the page's language."""
 
     def run(self) -> list[nodes.Node]:
-        language = self.config.language
         results = Path(self.env.app.confdir, self.config.book_results_dir)
         docs = Path(self.env.srcdir).parent
         # Re-read when a record or any page's code changes. Sphinx counts a missing
@@ -361,7 +378,7 @@ class DeviceComparison(SphinxDirective):
         self.env.book_comparison_docs.add(self.env.docname)
         cuda = load(results / "cuda.json")
         cpu = cpu_record_for(results, cuda)
-        say = lambda key, **values: nodes.paragraph("", message(language, key).format(**values))  # noqa: E731
+        say = lambda key, **values: nodes.paragraph("", message(key).format(**values))  # noqa: E731
         if cpu is None or cuda is None:
             return [say("devices_no_record" if cuda is None else "devices_no_cpu")]
         found = compare(cpu, cuda, current_digests(docs))
@@ -376,9 +393,9 @@ class DeviceComparison(SphinxDirective):
         if stale:
             out.append(say("devices_stale", stale=len(stale)))
         if found:
-            header = [message(language, f"devices_col_{c}") for c in ("cell", "kind", "detail")]
+            header = [message(f"devices_col_{c}") for c in ("cell", "kind", "detail")]
             cell = lambda text: nodes.literal(text, text)  # noqa: E731
-            rows = [[cell(f"{d.page} #{d.cell}"), message(language, f"devices_kind_{d.kind}"), d.detail] for d in found]
+            rows = [[cell(f"{d.page} #{d.cell}"), message(f"devices_kind_{d.kind}"), d.described()] for d in found]
             out.append(table(header, rows))
         return out
 

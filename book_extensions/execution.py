@@ -38,6 +38,7 @@ from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 from . import executor, releases
+from .languages import current_language
 from .messages import message
 
 logger = logging.getLogger(__name__)
@@ -359,9 +360,8 @@ def clean_outputs(docname: str, doctree: nodes.document) -> int:
 
 
 def provenance_note(app: Sphinx, exec_data: dict) -> nodes.paragraph:
-    language = app.config.language
     date = datetime.fromtimestamp(exec_data["mtime"], tz=UTC).strftime("%Y-%m-%d")
-    text = message(language, "provenance").format(
+    text = message("provenance").format(
         torch=torch_version(), device=device_name(app.config.book_device), date=date
     )
     return nodes.paragraph(text, text, classes=["book-provenance"])
@@ -396,15 +396,15 @@ def write_notebook(app: Sphinx, docname: str, notebook) -> None:
 
 def download_link(app: Sphinx, docname: str) -> list[nodes.Node]:
     """Links to the page's executed notebook: to download, and on Colab."""
-    text = message(app.config.language, "download_notebook")
+    text = message("download_notebook")
     uri = "../" * docname.count("/") + f"{NOTEBOOKS}/{docname}.ipynb"
-    space = nodes.Text(message(app.config.language, "sentence_separator"))
+    space = nodes.Text(current_language(app.config)["sentence_separator"])
     links = [space.deepcopy(), nodes.reference(text, text, refuri=uri, classes=["book-notebook"])]
     if app.config.book_repository:
         code = Path(app.srcdir).name
         colab = (f"https://colab.research.google.com/github/{app.config.book_repository}"
                  f"/blob/notebooks/{code}/{docname}.ipynb")
-        text = message(app.config.language, "open_in_colab")
+        text = message("open_in_colab")
         links += [space.deepcopy(), nodes.reference(text, text, refuri=colab, classes=["book-colab"])]
     return links
 

@@ -24,7 +24,7 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
-from . import search
+from . import messages, search
 from .messages import message
 
 logger = logging.getLogger(__name__)
@@ -61,10 +61,10 @@ def configure_language(app: Sphinx, config: Config) -> None:
         # a phone without opening the site menu.
         "article_header_end": ["book-language-links.html", "article-header-buttons.html"],
         **config.html_theme_options,
-        "search_bar_text": message(config.language, "search_placeholder"),
+        "search_bar_text": message("search_placeholder"),
     }
-    config.nb_code_prompt_show = message(config.language, "code_prompt_show")
-    config.nb_code_prompt_hide = message(config.language, "code_prompt_hide")
+    config.nb_code_prompt_show = message("code_prompt_show")
+    config.nb_code_prompt_hide = message("code_prompt_hide")
     if not config.html_sidebars:
         config.html_sidebars = {"**": [
             "navbar-logo.html", "book-language-switch.html",
@@ -109,7 +109,7 @@ def add_language_links(app: Sphinx, pagename, templatename, context, doctree) ->
         tags.append(f'<link rel="alternate" hreflang="x-default" href="{escape(default["href"])}">')
     context["metatags"] = context.get("metatags", "") + "\n".join(tags) + "\n"
     context["book_alternates"] = links
-    context["book_switch_label"] = message(app.config.language, "switch_label")
+    context["book_switch_label"] = message("switch_label")
 
 
 CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
@@ -199,7 +199,7 @@ def write_root_page(app: Sphinx, exception: Exception | None) -> None:
     languages = app.config.book_languages
     page = ROOT_PAGE.format(
         default_lang=languages[0]["hreflang"],
-        title=escape(message(app.config.language, "root_title")),
+        title=escape(message("root_title")),
         alternates="\n".join(
             f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{e["code"]}/index.html">'
             for e in languages
@@ -235,6 +235,7 @@ def setup(app: Sphinx) -> None:
     catalogs = compile_catalogs(app)
     app.add_message_catalog("booktheme", str(catalogs))
     app.add_message_catalog("sphinx", str(catalogs))
+    app.add_message_catalog(messages.CATALOG, str(catalogs))  # the book's own strings
     search.setup(app)  # the search language, ranking and search box: search.py
     app.add_config_value("book_languages", [], "env", list)
     app.add_config_value("book_base_url", "", "html", str)

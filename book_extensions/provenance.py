@@ -45,8 +45,7 @@ class BuildProvenance(SphinxDirective):
 
 
 def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    language = app.config.language
-    say = lambda key, **values: message(language, key).format(**values)  # noqa: E731
+    say = lambda key, **values: message(key).format(**values)  # noqa: E731
     for placeholder in list(doctree.findall(provenance_placeholder)):
         versions = [[name, importlib.metadata.version(name)] for name in PACKAGES]
         versions.insert(1, ["Python", platform.python_version()])

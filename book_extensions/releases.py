@@ -241,6 +241,7 @@ from docutils import nodes  # noqa: E402
 from sphinx.application import Sphinx  # noqa: E402
 from sphinx.util.docutils import SphinxDirective  # noqa: E402
 
+from .languages import current_language  # noqa: E402
 from .messages import message  # noqa: E402
 
 
@@ -309,7 +310,6 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
 
     Returns what the page's provenance line adds: on which releases it was verified.
     """
-    language = app.config.language
     results, releases = settings(app)
     note_records(app.env, results, releases, Path(app.confdir, app.config.book_releases_file))
     current = current_release()
@@ -342,7 +342,7 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
             text = "".join(o if o.endswith("\n") else o + "\n" for o in old["outputs"]).rstrip("\n")
             printed.setdefault(text, []).append(release)
         for text, which in printed.items():
-            summary = message(language, "release_printed").format(release=join(language, which))
+            summary = message("release_printed").format(release=join(app.config, which))
             container += release_output("", release_summary(summary, summary),
                                         nodes.literal_block(text, text, language="none"))
     if not others:
@@ -355,30 +355,30 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
             groups.setdefault(tuple(differing[release]), []).append(release)
     sentences = []
     if same:
-        sentences.append(message(language, "releases_same").format(releases=join(language, same)))
+        sentences.append(message("releases_same").format(releases=join(app.config, same)))
     for cells, which in groups.items():
         key = "releases_differ_one" if len(cells) == 1 else "releases_differ"
-        sentences.append(message(language, key).format(releases=join(language, which), count=len(cells)))
+        sentences.append(message(key).format(releases=join(app.config, which), count=len(cells)))
     for release in others:
         if unrecorded[release]:
-            sentences.append(message(language, "releases_unrecorded").format(
+            sentences.append(message("releases_unrecorded").format(
                 release=release, count=unrecorded[release]))
-    separator = message(language, "sentence_separator")
+    separator = current_language(app.config)["sentence_separator"]
     return [nodes.Text(separator + separator.join(sentences))]
 
 
-def join(language: str, items: list[str]) -> str:
+def join(config, items: list[str]) -> str:
+    """"a, b and c" in the language being built."""
     if len(items) == 1:
         return items[0]
-    return message(language, "list_separator").join(items[:-1]) + message(language, "list_and") + items[-1]
+    return current_language(config)["list_separator"].join(items[:-1]) + message("list_and") + items[-1]
 
 
 class TorchReleases(SphinxDirective):
     """The recorded releases, and what changed between each consecutive pair."""
 
     def run(self) -> list[nodes.Node]:
-        language = self.config.language
-        say = lambda key, **values: message(language, key).format(**values)  # noqa: E731
+        say = lambda key, **values: message(key).format(**values)  # noqa: E731
         results, releases = settings(self.env.app)
         releases_file = Path(self.env.app.confdir, self.config.book_releases_file)
         note_records(self.env, results, releases, releases_file)
@@ -394,7 +394,7 @@ class TorchReleases(SphinxDirective):
                                      rows, classes=["book-releases"]))
         missing = [r for r in releases if r not in records]
         if missing:
-            out.append(nodes.paragraph("", say("releases_missing", releases=join(language, missing))))
+            out.append(nodes.paragraph("", say("releases_missing", releases=join(self.config, missing))))
         digests = devices.current_digests(docs)
         names = list(records)
         for old, new in zip(names, names[1:]):
@@ -432,7 +432,7 @@ def resolve_cell_references(app: Sphinx, doctree: nodes.document, docname: str) 
     for node in list(doctree.findall(cell_reference)):
         page, cell = node["page"], node["cell"]
         title = app.env.titles[page].astext() if page in app.env.titles else page
-        text = message(app.config.language, "releases_cell").format(page=title, cell=cell)
+        text = message("releases_cell").format(page=title, cell=cell)
         if not node["link"]:
             node.replace_self(nodes.Text(text))
             continue

@@ -59,7 +59,7 @@ def link(text: str, href: str) -> str:
 def add_footer(app: Sphinx, pagename, templatename, context, doctree) -> None:
     from urllib.parse import quote, urlencode
 
-    say = lambda key: message(app.config.language, key)  # noqa: E731
+    say = lambda key: message(key)  # noqa: E731
     licences = {kind: link(*LICENCES[kind]) for kind in LICENCES}
     footer = say("footer_licence").format(**licences)
     repository = app.config.book_repository

@@ -148,3 +148,24 @@ def test_the_execution_cache_is_keyed_on_every_input_of_the_outputs(monkeypatch,
     monkeypatch.setattr(execution.importlib.metadata, "version",
                         lambda name: "0.0" if name == "matplotlib" else real_version(name))
     assert execution.cache_dir(tmp_path, "cpu") != before  # another matplotlib: re-execute
+
+
+def test_every_interface_string_is_translated_with_the_same_placeholders():
+    import string
+
+    from babel.messages.pofile import read_po
+
+    from book_extensions.messages import ENGLISH
+
+    po = Path(__file__).resolve().parent.parent / "book_extensions" / "locale" / "zh_CN" / "LC_MESSAGES" / "book.po"
+    with po.open("rb") as source:
+        catalog = {m.context: m for m in read_po(source) if m.id}
+    assert set(catalog) == set(ENGLISH), "book.po and messages.ENGLISH list different keys"
+    fields = lambda text: {f for _, f, _, _ in string.Formatter().parse(text) if f}  # noqa: E731
+    for key, english in ENGLISH.items():
+        entry = catalog[key]
+        assert entry.id == english, f"{key}: book.po translates an older English text"
+        assert entry.string, f"{key}: not translated"
+        # A translation may leave a value out (the zh code prompt omits myst-nb's English
+        # {type}), never ask for one the code does not pass.
+        assert fields(entry.string) <= fields(english), key

@@ -85,7 +85,7 @@ def docs(session: nox.Session) -> None:
     """Build the book, every language, and record its outputs; arguments go to the build."""
     env = environment(session)
     python(session, env, *BUILD, "html", *session.posargs)
-    python(session, env, "-m", "book_extensions.devices", "record", "--device", device_of(session.posargs))
+    python(session, env, "-m", "book_extensions.records", "record", "--device", device_of(session.posargs))
 
 
 @nox.session
@@ -98,7 +98,7 @@ def doctest(session: nox.Session) -> None:
 @nox.session
 def compare(session: nox.Session) -> None:
     """Compare the recorded CPU and CUDA outputs cell by cell."""
-    python(session, environment(session), "-m", "book_extensions.devices", "compare")
+    python(session, environment(session), "-m", "book_extensions.records", "compare")
 
 
 @nox.session

@@ -14,7 +14,8 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.layout`: outputs, tables and inline code that read on a phone and in print;
 - :mod:`.prose`: no sentence names the torch release that built it;
 - :mod:`.offline`: the built site loads nothing from other hosts;
-- :mod:`.devices`: CPU and CUDA records and their comparison page;
+- :mod:`.records`: what every code cell printed, recorded per device and release, and compared;
+- :mod:`.devices`: the "CPU vs CUDA" page;
 - :mod:`.releases`: records under older torch releases, and what changed between them;
 - :mod:`.site`: Open Graph tags, 404 page, robots.txt and sitemap.xml;
 - :mod:`.provenance`: the page that says what built the book.

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import devices, releases
+from . import records, releases
 from .execution import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,10 +44,10 @@ def differences(first: dict, second: dict, docs: Path) -> list[str]:
 
 def check(docs: Path, cache_root: Path, timeout: int) -> tuple[int, list[str]]:
     """How many code cells were executed again, and the lines about those that differ."""
-    first = devices.record("cpu", cache_dir(cache_root, "cpu"), docs)
+    first = records.record("cpu", cache_dir(cache_root, "cpu"), docs)
     with tempfile.TemporaryDirectory(prefix="book-determinism-") as scratch:
         releases.execute_missing(docs, Path(scratch), timeout)
-        second = devices.record("cpu", Path(scratch), docs)
+        second = records.record("cpu", Path(scratch), docs)
     return sum(map(len, first["pages"].values())), differences(first, second, docs)
 
 

@@ -100,3 +100,21 @@ class ReadableLayout(SphinxPostTransform):
 def setup(app: Sphinx) -> None:
     app.add_node(wbr, html=(visit_wbr, None))
     app.add_post_transform(ReadableLayout)
+
+
+def table(header: list[str], rows: list[list[nodes.Node | str]], classes: list[str] = ()) -> nodes.table:
+    """A docutils table of text or nodes, for the pages computed from records."""
+    group = nodes.tgroup(cols=len(header))
+    group += [nodes.colspec(colwidth=1) for _ in header]
+
+    def row(cells):
+        result = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph("", "", cell if isinstance(cell, nodes.Node) else nodes.Text(cell))
+            result += entry
+        return result
+
+    group += nodes.thead("", row(header))
+    group += nodes.tbody("", *(row(cells) for cells in rows))
+    return nodes.table("", group, classes=list(classes))

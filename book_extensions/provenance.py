@@ -18,8 +18,8 @@ from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from .devices import table
 from .execution import device_name, pages
+from .layout import table
 from .messages import message
 
 

@@ -7,7 +7,7 @@
 The releases are listed in ``torch-releases.txt``, one a line. ``nox -s versions``
 executes every code cell of the book under each, in that release's own environment
 (:mod:`.toolchain`), and writes ``results/cpu-torch-<release>.json``, a record in the
-format of the device records (:mod:`.devices`), compared by the same engine with
+format of the device records (:mod:`.records`), compared by the same engine with
 :func:`rules_for`: between releases the wording of a message is the news,
 and only noise such as the line of torch's own C++ source is normalised.
 
@@ -29,7 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import devices
+from . import records
+from .layout import table
 from .toolchain import RELEASES_FILE, version_key  # noqa: F401  (version_key: for callers)
 from .toolchain import ToolchainError as ReleasesError
 from .toolchain import listed_releases as listed
@@ -52,7 +53,7 @@ def recorded(results: Path, releases: list[str]) -> dict[str, dict]:
     """The records that exist, by release, oldest first."""
     found = {}
     for release in releases:
-        data = devices.load(record_path(results, release))
+        data = records.load(record_path(results, release))
         if data is not None:
             found[release] = data
     return found
@@ -71,7 +72,7 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
     prepare_kernels("cpu")
     cache = get_cache(str(cache_dir))
     executed = []
-    for page, notebook in devices.book_notebooks(docs):
+    for page, notebook in records.book_notebooks(docs):
         if not any(cell.cell_type == "code" for cell in notebook.cells):
             continue
         try:
@@ -82,7 +83,7 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
         path = docs / reference_language() / f"{page}.md"
         result = executor.execute(notebook, timeout)
         if result.error is not None:
-            raise ReleasesError(f"{devices.page_source(docs, page)}: execution stopped with {result.error}"
+            raise ReleasesError(f"{records.page_source(docs, page)}: execution stopped with {result.error}"
                                 + (f" ({result.detail})" if result.detail else ""))
         executor.store(str(cache_dir), notebook, str(path), result.seconds)
         executed.append(page)
@@ -96,7 +97,7 @@ def record(results: Path, docs: Path, cache_root: Path) -> Path:
     timeout = runpy.run_path(str(ROOT / "conf.py"))["nb_execution_timeout"]
     folder = cache_dir(cache_root, "cpu")
     executed = execute_missing(docs, folder, timeout)
-    data = devices.record("cpu", folder, docs)
+    data = records.record("cpu", folder, docs)
     target = record_path(results, current_release())
     results.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
@@ -107,13 +108,13 @@ def record(results: Path, docs: Path, cache_root: Path) -> Path:
 
 # --- comparing -----------------------------------------------------------------
 
-def rules_for(old: str, new: str) -> devices.Rules:
-    return devices.Rules(names=(old, new), devices=False, wording=True)
+def rules_for(old: str, new: str) -> records.Rules:
+    return records.Rules(names=(old, new), devices=False, wording=True)
 
 
-def changes(old: dict, new: dict, digests: dict[str, list[str]] | None = None) -> list[devices.Difference]:
+def changes(old: dict, new: dict, digests: dict[str, list[str]] | None = None) -> list[records.Difference]:
     """What changed from the ``old`` release's record to the ``new`` one."""
-    return devices.compare(old, new, digests, rules_for(devices.release_of(old), devices.release_of(new)))
+    return records.compare(old, new, digests, rules_for(records.release_of(old), records.release_of(new)))
 
 
 def excerpt(first: str, second: str, context: int = 3) -> tuple[str, str]:
@@ -146,24 +147,24 @@ def excerpt(first: str, second: str, context: int = 3) -> tuple[str, str]:
 
 def cell_outputs(cell) -> list[str]:
     """An executed notebook cell's outputs as a record holds them."""
-    return [devices.output_text(o) for o in devices.joined_streams(cell.get("outputs", []))]
+    return [records.output_text(o) for o in records.joined_streams(cell.get("outputs", []))]
 
 
 def report_changes(results: Path, docs: Path, pairs: list[tuple[str, str]]) -> int:
     """Print what changed in each pair of recorded releases; the number of changed cells."""
-    digests = devices.current_digests(docs)
+    digests = records.current_digests(docs)
     total = 0
     for old, new in pairs:
-        records = [devices.load(record_path(results, r)) for r in (old, new)]
-        missing = [r for r, data in zip((old, new), records) if data is None]
+        pair = [records.load(record_path(results, r)) for r in (old, new)]
+        missing = [r for r, data in zip((old, new), pair) if data is None]
         if missing:
             raise ReleasesError(f"no record of torch {missing[0]} in {results}: run `nox -s versions`")
-        found = [d for d in changes(*records, digests) if d.kind != "stale"]
-        compared = sum(len(cells) for cells in records[0]["pages"].values())
+        found = [d for d in changes(*pair, digests) if d.kind != "stale"]
+        compared = sum(len(cells) for cells in pair[0]["pages"].values())
         print(f"torch {old} -> {new}: {compared} cells compared, {len(found)} changed")
         for d in found:
             first, second = excerpt(d.first, d.second) if d.kind == "behaviour" else (d.first, d.second)
-            print(f"  {devices.page_source(docs, d.page)} code cell {d.cell}: {first!r} -> {second!r}")
+            print(f"  {records.page_source(docs, d.page)} code cell {d.cell}: {first!r} -> {second!r}")
         total += len(found)
     return total
 
@@ -329,14 +330,14 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
         container["ids"].append(f"cell-{number}")
         cell = notebook.cells[container["cell_index"]]
         outputs = cell_outputs(cell)
-        digest = devices.source_digest(cell.source)
+        digest = records.source_digest(cell.source)
         printed: dict[str, list[str]] = {}  # what other releases printed, and which did
         for release in others:
             old = by_source[release].get(digest)
             if old is None:
                 unrecorded[release] += 1
                 continue
-            if devices.compare_outputs(old["outputs"], outputs, False, rules_for(release, current)) is None:
+            if records.compare_outputs(old["outputs"], outputs, False, rules_for(release, current)) is None:
                 continue
             differing[release].append(number)
             text = "".join(o if o.endswith("\n") else o + "\n" for o in old["outputs"]).rstrip("\n")
@@ -385,22 +386,22 @@ class TorchReleases(SphinxDirective):
         docs = Path(self.env.srcdir).parent
         for path in sorted((docs / self.config.book_languages[0]["code"]).glob("*.md")):
             self.env.note_dependency(str(path))
-        records = recorded(results, releases)
+        by_release = recorded(results, releases)
         out: list[nodes.Node] = []
-        rows = [[r, records[r]["date"], records[r]["python"], str(sum(map(len, records[r]["pages"].values())))]
-                for r in records]
+        rows = [[r, by_release[r]["date"], by_release[r]["python"], str(sum(map(len, by_release[r]["pages"].values())))]
+                for r in by_release]
         if rows:
-            out.append(devices.table([say(f"releases_col_{c}") for c in ("release", "date", "python", "cells")],
-                                     rows, classes=["book-releases"]))
-        missing = [r for r in releases if r not in records]
+            out.append(table([say(f"releases_col_{c}") for c in ("release", "date", "python", "cells")],
+                             rows, classes=["book-releases"]))
+        missing = [r for r in releases if r not in by_release]
         if missing:
             out.append(nodes.paragraph("", say("releases_missing", releases=join(self.config, missing))))
-        digests = devices.current_digests(docs)
-        names = list(records)
+        digests = records.current_digests(docs)
+        names = list(by_release)
         for old, new in zip(names, names[1:]):
-            found = changes(records[old], records[new])
+            found = changes(by_release[old], by_release[new])
             changed = [d for d in found if d.kind in ("behaviour", "value")]
-            compared = sum(len(cells) for cells in records[old]["pages"].values())
+            compared = sum(len(cells) for cells in by_release[old]["pages"].values())
             title = say("releases_pair", old=old, new=new)
             section = nodes.section("", nodes.title(title, title), ids=[f"torch-{old}-{new}".replace(".", "-")])
             section += nodes.paragraph("", say("releases_pair_summary", compared=compared, changed=len(changed)))
@@ -410,16 +411,16 @@ class TorchReleases(SphinxDirective):
                 table_rows = []
                 for d in changed:
                     where = cell_reference("", "", page=d.page, cell=d.cell,
-                                           link=self._still_current(records[new], digests, d))
+                                           link=self._still_current(by_release[new], digests, d))
                     shown = [nodes.literal(text, text) if text.strip() else nodes.emphasis("", say("releases_nothing"))
                              for text in excerpt(d.first, d.second)]
                     table_rows.append([where, *shown])
-                section += devices.table(header, table_rows, classes=["book-releases"])
+                section += table(header, table_rows, classes=["book-releases"])
             out.append(section)
         return out
 
     @staticmethod
-    def _still_current(record: dict, digests: dict, difference: devices.Difference) -> bool:
+    def _still_current(record: dict, digests: dict, difference: records.Difference) -> bool:
         """The cell is the same cell of the page today, so a link to it lands right."""
         cells = record["pages"].get(difference.page, [])
         current = digests.get(difference.page, [])

@@ -93,10 +93,10 @@ def test_every_atlas_message_is_printed_by_torch_on_the_atlas_page(book):
 
 def test_the_committed_cpu_record_matches_this_build(book):
     # results/cpu.json feeds the "CPU vs CUDA" page; `nox -s docs` rewrites it.
-    from book_extensions import devices
+    from book_extensions import records
 
     committed = json.loads((ROOT / "results" / "cpu.json").read_text(encoding="utf8"))
-    fresh = devices.record("cpu", devices.cache_dir_for("cpu", ROOT / ".jupyter_cache"), ROOT / "docs")
+    fresh = records.record("cpu", records.cache_dir_for("cpu", ROOT / ".jupyter_cache"), ROOT / "docs")
     assert committed["pages"] == fresh["pages"], "results/cpu.json is out of date: run `nox -s docs` and commit it"
     assert committed["torch"] == fresh["torch"]
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from book_extensions import devices
+from book_extensions import records
 
 
 def record(torch="2.13.0+cpu", **pages):
@@ -17,7 +17,7 @@ def record(torch="2.13.0+cpu", **pages):
 def differences(cpu_outputs, cuda_outputs, cuda_torch="2.13.0+cu130"):
     cpu = record(page=[("s1", cpu_outputs)])
     cuda = record(torch=cuda_torch, page=[("s1", cuda_outputs)])
-    return devices.compare(cpu, cuda)
+    return records.compare(cpu, cuda)
 
 
 @pytest.mark.parametrize("cpu, cuda", [
@@ -57,16 +57,16 @@ def test_message_wording_counts_only_when_torch_versions_match():
 def test_changed_code_makes_cells_stale_not_failing():
     cpu = record(page=[("new", ["1\n"])])
     cuda = record(torch="2.13.0+cu130", page=[("old", ["1\n"])])
-    found = devices.compare(cpu, cuda, digests={"page": ["new"]})
+    found = records.compare(cpu, cuda, digests={"page": ["new"]})
     assert [(d.kind, d.fails) for d in found] == [("missing", False), ("stale", False)]
 
 
 def test_compare_command(tmp_path, capsys):
     (tmp_path / "cpu.json").write_text(json.dumps(record(page=[("s", ["True\n"])])))
-    assert devices.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
+    assert records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
     assert "No CUDA run is recorded yet" in capsys.readouterr().out
     (tmp_path / "cuda.json").write_text(json.dumps(record(torch="2.13.0+cu130", page=[("s", ["False\n"])])))
-    assert devices.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 1
+    assert records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 1
     assert "1 behaviour differences" in capsys.readouterr().out
 
 
@@ -74,7 +74,7 @@ def test_the_comparison_page_shows_the_runs_and_the_differences(build_fixture, t
 
     results = tmp_path / "results"
     results.mkdir()
-    digest = devices.source_digest("print(True)")
+    digest = records.source_digest("print(True)")
     cpu = record(index=[(digest, ["True\n"])])
     cuda = record(torch="2.13.0+cu130", index=[(digest, ["False\n"])])
     cuda.update(device_name="NVIDIA H200", cuda="13.0")
@@ -93,9 +93,9 @@ def test_the_comparison_page_shows_the_runs_and_the_differences(build_fixture, t
 def test_a_cuda_record_is_held_against_the_cpu_record_of_its_own_release(tmp_path):
     (tmp_path / "cpu.json").write_text(json.dumps(record(torch="2.15.0")))
     cuda = record(torch="2.11.0+cu128")
-    assert devices.cpu_record_for(tmp_path, cuda)["torch"] == "2.15.0"  # no record of 2.11.0: cpu.json
+    assert records.cpu_record_for(tmp_path, cuda)["torch"] == "2.15.0"  # no record of 2.11.0: cpu.json
     (tmp_path / "cpu-torch-2.11.0.json").write_text(json.dumps(record(torch="2.11.0+cpu")))
-    assert devices.cpu_record_for(tmp_path, cuda)["torch"] == "2.11.0+cpu"
+    assert records.cpu_record_for(tmp_path, cuda)["torch"] == "2.11.0+cpu"
 
 
 def test_outputs_that_differ_only_in_blank_lines_are_reported_not_crashed_on():

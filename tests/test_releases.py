@@ -10,7 +10,7 @@ import pytest
 from conftest import FIXTURES, build_book
 from test_gates import assert_reported
 
-from book_extensions import devices, releases, toolchain
+from book_extensions import records, releases, toolchain
 from book_extensions.execution import torch_version
 from book_extensions.prose import literal_versions
 
@@ -95,7 +95,7 @@ def test_no_page_of_the_book_names_a_release():
 
 def test_an_older_release_that_printed_something_else_is_shown_under_the_cell(tmp_path):
     docs = FIXTURES / "release_notes" / "docs"
-    [first, second] = devices.current_digests(docs)["index"]
+    [first, second] = records.current_digests(docs)["index"]
     current = torch_version().split("+")[0]
     results = tmp_path / "results"
     results.mkdir()
@@ -132,20 +132,20 @@ RESULTS = FIXTURES.parent.parent / "results"
 
 
 def test_every_listed_release_is_recorded_for_the_current_code():
-    digests = devices.current_digests(FIXTURES.parent.parent / "docs")
+    digests = records.current_digests(FIXTURES.parent.parent / "docs")
     for release in releases.listed():
-        data = devices.load(releases.record_path(RESULTS, release))
+        data = records.load(releases.record_path(RESULTS, release))
         assert data is not None, f"no record of torch {release}: run nox -s versions"
-        assert devices.release_of(data) == release
-        stale = [d for d in devices.compare(data, data, digests) if d.kind == "stale"]
+        assert records.release_of(data) == release
+        stale = [d for d in records.compare(data, data, digests) if d.kind == "stale"]
         assert stale == [], f"torch {release}'s record is older than the code: run nox -s versions"
 
 
 def test_the_pinned_release_is_recorded_as_the_build_printed_it():
     # The versions session executes pages outside Sphinx: it must see what the build sees.
-    pinned = devices.load(releases.record_path(RESULTS, toolchain.pinned_torch()))
-    built = devices.load(RESULTS / "cpu.json")
-    assert devices.release_of(built) == toolchain.pinned_torch()
+    pinned = records.load(releases.record_path(RESULTS, toolchain.pinned_torch()))
+    built = records.load(RESULTS / "cpu.json")
+    assert records.release_of(built) == toolchain.pinned_torch()
     assert pinned["pages"] == built["pages"]
 
 
@@ -166,7 +166,7 @@ def test_the_page_of_changes_shows_the_words_that_changed():
 def test_comparing_two_named_releases_fails_on_any_change(tmp_path):
     # What `nox -s newest-torch` ends with: the cells to read before moving the pin.
     docs = FIXTURES / "release_notes" / "docs"
-    [first, second] = devices.current_digests(docs)["index"]
+    [first, second] = records.current_digests(docs)["index"]
     for release, printed in (("2.15.0", "old wording\n"), ("2.16.0", "new wording\n"), ("2.16.1", "new wording\n")):
         data = record(release, [])
         data["pages"] = {"index": [{"source": first, "outputs": ["same\n"]}, {"source": second, "outputs": [printed]}]}

@@ -10,6 +10,7 @@ Each module handles one concern and has its own ``setup``:
   every failure reported against its page and cell;
 - :mod:`.parity`: the two languages have the same pages, code and structure;
 - :mod:`.pages`: every page has a title;
+- :mod:`.page_state`: what the extensions note about each page, in one environment collector;
 - :mod:`.search`: the Chinese search language and the in-browser ranking of results;
 - :mod:`.layout`: outputs, tables and inline code that read on a phone and in print;
 - :mod:`.prose`: no sentence names the torch release that built it;
@@ -26,8 +27,8 @@ Where the book leans on another project's internals or copies its files, and why
 
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions.<tool>`` imports only what it needs.
-    from . import devices, execution, languages, layout, offline, pages, parity, prose, provenance, releases, site
+    from . import devices, execution, languages, layout, offline, page_state, pages, parity, prose, provenance, releases, site
 
-    for module in (languages, layout, execution, pages, parity, prose, offline, devices, releases, site, provenance):
+    for module in (page_state, languages, layout, execution, pages, parity, prose, offline, devices, releases, site, provenance):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

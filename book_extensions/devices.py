@@ -12,6 +12,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from . import page_state
 from .layout import table
 from .messages import message
 from .records import compare, cpu_record_for, current_digests, load
@@ -29,9 +30,7 @@ class DeviceComparison(SphinxDirective):
         for path in [*sorted(results.glob("*.json")), *sorted((docs / reference).rglob("*.md"))]:
             if path.exists():
                 self.env.note_dependency(str(path))
-        if not hasattr(self.env, "book_comparison_docs"):
-            self.env.book_comparison_docs = set()
-        self.env.book_comparison_docs.add(self.env.docname)
+        page_state.of(self.env).computed.add("device-comparison")
         cuda = load(results / "cuda.json")
         cpu = cpu_record_for(results, cuda)
         say = lambda key, **values: nodes.paragraph("", message(key).format(**values))  # noqa: E731
@@ -64,16 +63,10 @@ def records_appeared(app: Sphinx, env, added, changed, removed) -> list[str]:
     env.book_records_present = present
     if before == present:  # None (not yet saved) counts as changed, as in languages.py
         return []
-    return sorted(getattr(env, "book_comparison_docs", set()))
-
-
-def merge_comparison_docs(app: Sphinx, env, docnames, other) -> None:
-    env.book_comparison_docs = getattr(env, "book_comparison_docs", set()) | getattr(
-        other, "book_comparison_docs", set())
+    return page_state.computing(env, "device-comparison")
 
 
 def setup(app: Sphinx) -> None:
     app.add_config_value("book_results_dir", "results", "env", str)
     app.add_directive("device-comparison", DeviceComparison)
     app.connect("env-get-outdated", records_appeared)
-    app.connect("env-merge-info", merge_comparison_docs)

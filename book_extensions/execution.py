@@ -37,7 +37,7 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
-from . import executor, releases
+from . import executor, page_state, releases
 from .languages import current_language
 from .messages import message
 
@@ -409,19 +409,12 @@ def download_link(app: Sphinx, docname: str) -> list[nodes.Node]:
     return links
 
 
-def pages(env) -> dict[str, dict]:
-    """Per page: whether this build executed it, and how many problems it had."""
-    if not hasattr(env, "book_pages"):
-        env.book_pages = {}
-    return env.book_pages
-
-
 def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     docname = env.docname
     source = Path(env.doc2path(docname))
     if source.suffix == ".md" and not is_myst_markdown_notebook(source.read_text(encoding="utf8")):
-        pages(env)[docname] = {"executed": False, "problems": 1}
+        page_state.of(env).problems = 1
         if docname in bad_front_matter:
             return
         logger.warning("not a MyST notebook: every page starts with front matter that has "
@@ -431,15 +424,15 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     exec_data = NbMetadataCollector.get_exec_data(env, docname)
     if not exec_data:
         return  # nothing to execute
-    state = {"executed": exec_data.get("book_executed", False), "problems": 0}
-    pages(env)[docname] = state
+    state = page_state.of(env)
+    state.executed = exec_data.get("book_executed", False)
     if not exec_data["succeeded"]:
         report_failed_execution(app, docname, exec_data)
-        state["problems"] = 1
+        state.problems = 1
         return
     notebook = executed_notebook(app, docname)
-    state["problems"] += check_cells(app, docname, notebook)
-    state["problems"] += clean_outputs(docname, doctree)
+    state.problems += check_cells(app, docname, notebook)
+    state.problems += clean_outputs(docname, doctree)
     note = provenance_note(app, exec_data)
     note += releases.annotate(app, docname, doctree, notebook)
     if app.builder.format == "html":
@@ -451,7 +444,7 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
 def reread_pages_with_problems(app: Sphinx, env, added, changed, removed) -> list[str]:
     # Sphinx re-reads only changed pages, so a page whose cells failed would pass
     # the next build unread. Reading it again is cheap: its outputs are cached.
-    return [d for d, state in pages(env).items() if state["problems"] and d not in removed]
+    return [d for d, state in page_state.every(env).items() if state.problems and d not in removed]
 
 
 def refuse_undecodable_pages(app: Sphinx, env, docnames: list[str]) -> None:
@@ -472,16 +465,6 @@ def refuse_undecodable_pages(app: Sphinx, env, docnames: list[str]) -> None:
 def on_env_before_read_docs(app: Sphinx, env, docnames: list[str]) -> None:
     refuse_undecodable_pages(app, env, docnames)
     env.book_read_now = sorted(docnames)
-    for docname in docnames:
-        pages(env).pop(docname, None)
-
-
-def on_env_purge_doc(app: Sphinx, env, docname: str) -> None:
-    pages(env).pop(docname, None)
-
-
-def on_env_merge_info(app: Sphinx, env, docnames, other) -> None:
-    pages(env).update({d: pages(other)[d] for d in docnames if d in pages(other)})
 
 
 def write_executions(app: Sphinx, exception: Exception | None) -> None:
@@ -489,7 +472,7 @@ def write_executions(app: Sphinx, exception: Exception | None) -> None:
     read = getattr(env, "book_read_now", [])
     report = {
         "read": read,
-        "executed": sorted(d for d in read if pages(env).get(d, {}).get("executed")),
+        "executed": sorted(d for d in read if page_state.of(env, d).executed),
         "cache": app.config.nb_execution_cache_path,
     }
     Path(app.doctreedir).mkdir(parents=True, exist_ok=True)
@@ -510,7 +493,5 @@ def setup(app: Sphinx) -> None:
     app.connect("source-read", refuse_page_execution_settings, priority=100)
     app.connect("source-read", refuse_other_languages, priority=100)
     app.connect("doctree-read", on_doctree_read)
-    app.connect("env-merge-info", on_env_merge_info)
-    app.connect("env-purge-doc", on_env_purge_doc)
     app.connect("env-get-outdated", reread_pages_with_problems)
     app.connect("build-finished", write_executions)

@@ -18,7 +18,8 @@ from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from .execution import device_name, pages
+from . import page_state
+from .execution import device_name
 from .layout import table
 from .messages import message
 
@@ -38,9 +39,7 @@ class provenance_placeholder(nodes.General, nodes.Element):
 
 class BuildProvenance(SphinxDirective):
     def run(self) -> list[nodes.Node]:
-        if not hasattr(self.env, "book_provenance_docs"):
-            self.env.book_provenance_docs = set()
-        self.env.book_provenance_docs.add(self.env.docname)
+        page_state.of(self.env).computed.add("build-provenance")
         return [provenance_placeholder()]
 
 
@@ -54,14 +53,15 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             date=datetime.now(UTC).strftime("%Y-%m-%d")))
         rows = []
         this_build = set(getattr(app.env, "book_read_now", []))
+        provenance_pages = page_state.computing(app.env, "build-provenance")
         for page in sorted(app.env.found_docs):
             data = NbMetadataCollector.get_exec_data(app.env, page)
-            if not data or page in getattr(app.env, "book_provenance_docs", set()):
+            if not data or page in provenance_pages:
                 continue
             produced = datetime.fromtimestamp(data["mtime"], tz=UTC).strftime("%Y-%m-%d")
             if page not in this_build:
                 status = say("provenance_unchanged")
-            elif pages(app.env).get(page, {}).get("executed"):
+            elif page_state.of(app.env, page).executed:
                 status = say("provenance_executed")
             else:
                 status = say("provenance_cached")
@@ -76,12 +76,7 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 
 
 def always_rewrite(app: Sphinx, env, added, changed, removed) -> list[str]:
-    return sorted(getattr(env, "book_provenance_docs", set()) - set(removed))
-
-
-def merge(app: Sphinx, env, docnames, other) -> None:
-    env.book_provenance_docs = getattr(env, "book_provenance_docs", set()) | getattr(
-        other, "book_provenance_docs", set())
+    return sorted(set(page_state.computing(env, "build-provenance")) - set(removed))
 
 
 def setup(app: Sphinx) -> None:
@@ -89,4 +84,3 @@ def setup(app: Sphinx) -> None:
     app.add_directive("build-provenance", BuildProvenance)
     app.connect("doctree-resolved", fill)
     app.connect("env-get-outdated", always_rewrite)
-    app.connect("env-merge-info", merge)

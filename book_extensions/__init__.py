@@ -4,12 +4,16 @@ Each module handles one concern and has its own ``setup``:
 
 - :mod:`.languages`: per-language settings, hreflang links, the language switch
   and the site's root page;
-- :mod:`.execution`: the kernel's device, the execution cache, checks on every
-  executed cell, clean outputs and each page's provenance line;
+- :mod:`.execution`: the kernel's device, the execution cache, and what the build does
+  with each page's execution (its provenance line);
+- :mod:`.cells`: checks on every executed cell (expected errors, output size) and
+  outputs cleaned of addresses and build paths;
+- :mod:`.notebooks`: each page as an executed notebook, to download or open in Colab;
 - :mod:`.executor`: runs a page in a fresh kernel (or takes it from the cache), with
   every failure reported against its page and cell;
 - :mod:`.parity`: the two languages have the same pages, code and structure;
-- :mod:`.pages`: every page has a title;
+- :mod:`.pages`: what a page's source must be (UTF-8, a MyST notebook, Python cells, no
+  execution settings of its own, a title);
 - :mod:`.page_state`: what the extensions note about each page, in one environment collector;
 - :mod:`.search`: the Chinese search language and the in-browser ranking of results;
 - :mod:`.layout`: outputs, tables and inline code that read on a phone and in print;

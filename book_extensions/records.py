@@ -52,7 +52,7 @@ def source_digest(source: str) -> str:
 
 def output_text(output) -> str:
     """One output as text, with object addresses blanked as on the pages."""
-    from .execution import ADDRESS, ADDRESS_PLACEHOLDER
+    from .cells import ADDRESS, ADDRESS_PLACEHOLDER
 
     if output["output_type"] == "stream":
         text = output["text"]

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from book_extensions import offline, parity
-from book_extensions.execution import ADDRESS, expectation
+from book_extensions.cells import ADDRESS, expectation
 
 
 @pytest.mark.parametrize("html, remote", [

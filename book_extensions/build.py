@@ -155,8 +155,13 @@ def build_languages(args: argparse.Namespace, languages: list[dict]) -> int:
         print(f"error: the {args.builder} build failed for: {', '.join(failed)}", file=sys.stderr)
         return 1
     if args.builder == "html":
-        index = (args.out / args.device / "html" / "index.html").resolve()
-        print(f"The book is built. Open {index.as_uri()}")
+        from . import site_root
+
+        site = args.out / args.device / "html"
+        unbuilt = site_root.write(site, args.out / args.device / "doctrees", book_languages(args.confdir), args.docs)
+        if unbuilt:
+            print(f"The site root (language chooser, 404, robots.txt) waits for: {', '.join(unbuilt)}")
+        print(f"The book is built. Open {(site / 'index.html').resolve().as_uri()}")
     return 0
 
 

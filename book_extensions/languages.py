@@ -14,7 +14,6 @@ from ``docs/<code>/`` into ``<site>/<code>/``. This module
 
 from __future__ import annotations
 
-import json
 import re
 from html import escape
 from pathlib import Path
@@ -153,67 +152,6 @@ def rewrite_when_other_languages_change(app: Sphinx, env, added, changed, remove
     return sorted(env.found_docs) if before != now else []
 
 
-ROOT_PAGE = """<!DOCTYPE html>
-<html lang="{default_lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-{alternates}
-<script>
-// Send the visitor to the first language their browser prefers that the book has.
-(function () {{
-  var languages = {languages};
-  var wanted = navigator.languages || [navigator.language || ""];
-  for (var i = 0; i < wanted.length; i++) {{
-    var tag = wanted[i].toLowerCase();
-    for (var j = 0; j < languages.length; j++) {{
-      var lang = languages[j];
-      if (tag === lang.hreflang.toLowerCase() || tag.split("-")[0] === lang.hreflang.toLowerCase().split("-")[0]) {{
-        window.location.replace(lang.code + "/index.html");
-        return;
-      }}
-    }}
-  }}
-  window.location.replace(languages[0].code + "/index.html");
-}})();
-</script>
-</head>
-<body>
-<h1>{title}</h1>
-<ul>
-{links}
-</ul>
-</body>
-</html>
-"""
-
-
-def write_root_page(app: Sphinx, exception: Exception | None) -> None:
-    """The site root holds one folder per language; its index picks one."""
-    if exception or app.builder.format != "html":
-        return
-    outdir = Path(app.outdir)
-    if outdir.name != current_language(app.config)["code"]:
-        return  # not the book's site layout (for example a one-off build)
-    languages = app.config.book_languages
-    page = ROOT_PAGE.format(
-        default_lang=languages[0]["hreflang"],
-        title=escape(message("root_title")),
-        alternates="\n".join(
-            f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{e["code"]}/index.html">'
-            for e in languages
-        ),
-        languages=json.dumps([{"code": e["code"], "hreflang": e["hreflang"]} for e in languages]),
-        links="\n".join(
-            f'<li><a href="{e["code"]}/index.html" hreflang="{e["hreflang"]}" '
-            f'lang="{e["hreflang"]}">{escape(e["name"])}</a></li>'
-            for e in languages
-        ),
-    )
-    (outdir.parent / "index.html").write_text(page, encoding="utf8")
-
-
 def compile_catalogs(app: Sphinx) -> Path:
     """Compile the .po files of locale/ into the doctree folder and return it."""
     from babel.messages.mofile import write_mo
@@ -243,7 +181,6 @@ def setup(app: Sphinx) -> None:
     app.connect("source-read", check_cjk_line_breaks)
     app.connect("html-page-context", add_language_links)
     app.connect("env-get-outdated", rewrite_when_other_languages_change)
-    app.connect("build-finished", write_root_page)
     app.add_css_file("book.css")
     app.add_css_file("book-navigation.css")
     app.add_js_file("book.js", loading_method="defer")

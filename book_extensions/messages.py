@@ -67,6 +67,8 @@ ENGLISH = {
     "difference_value": "{one} {first} against {two} {second}",
     "difference_missing": "not in the {two} record (code changed since)",
     "difference_stale": "this cell's code has changed since the {two} run",
+    "not_found": "This page does not exist.",
+    "not_found_link": "Go to the start of the book",
 }
 
 

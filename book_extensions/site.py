@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from html import escape
@@ -21,7 +22,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from .languages import current_language, source_pages
+from .languages import current_language
 from .messages import message
 
 LICENCES = {
@@ -86,41 +87,6 @@ def configure_open_graph(app: Sphinx, config) -> None:
     config.ogp_custom_meta_tags = [*config.ogp_custom_meta_tags, f'<meta property="og:locale" content="{locale}" />']
 
 
-NOT_FOUND = """<!DOCTYPE html>
-<html lang="{lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>404 · {title}</title>
-</head>
-<body>
-{sections}
-</body>
-</html>
-"""
-NOT_FOUND_TEXT = {
-    "en": ("This page does not exist.", "Go to the start of the book"),
-    "zh_CN": ("没有这个页面。", "回到本书首页"),
-}
-
-
-def sitemap(base: str, languages: list[dict], docs: Path, suffixes) -> str:
-    by_language = {lang["code"]: set(source_pages(docs / lang["code"], suffixes)) for lang in languages}
-    entries = []
-    for lang in languages:
-        for page in sorted(by_language[lang["code"]]):
-            links = [(other["hreflang"], f"{base}/{other['code']}/{page}.html")
-                     for other in languages if page in by_language[other["code"]]]
-            links.append(("x-default", f"{base}/{languages[0]['code']}/{page}.html"))
-            alternates = "".join(
-                f'\n    <xhtml:link rel="alternate" hreflang="{h}" href="{escape(u)}"/>' for h, u in links)
-            entries.append(f"  <url>\n    <loc>{escape(base)}/{lang['code']}/{page}.html</loc>{alternates}\n  </url>")
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
-            'xmlns:xhtml="http://www.w3.org/1999/xhtml">\n' + "\n".join(entries) + "\n</urlset>\n")
-
-
 def drop_unused_catalogs(outdir: Path, language: str) -> None:
     """sphinx-book-theme copies its catalogs for ~40 languages into every build."""
     locales = outdir / "_static" / "locales"
@@ -130,31 +96,31 @@ def drop_unused_catalogs(outdir: Path, language: str) -> None:
                 shutil.rmtree(folder)
 
 
-def write_site_files(app: Sphinx, exception: Exception | None) -> None:
+MANIFEST = "book-site.json"
+
+
+def write_manifest(app: Sphinx, exception: Exception | None) -> None:
+    """What the site root needs from this language, beside its doctrees.
+
+    The build driver assembles the root (language chooser, 404, robots.txt, sitemap)
+    once every language is built: :mod:`.site_root`.
+    """
     if exception or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
     drop_unused_catalogs(outdir, app.config.language)
-    languages = app.config.book_languages
-    if outdir.name != current_language(app.config)["code"]:
-        return  # not the book's site layout
-    root = outdir.parent
-    # A 404 page answers for any missing path, so its links cannot be relative.
-    base = app.config.book_base_url.rstrip("/")
-    sections = "\n".join(
-        f'<section lang="{lang["hreflang"]}"><h1>{NOT_FOUND_TEXT[lang["sphinx"]][0]}</h1>'
-        f'<p><a href="{base}/{lang["code"]}/index.html">{NOT_FOUND_TEXT[lang["sphinx"]][1]}</a></p></section>'
-        for lang in languages
-    )
-    (root / "404.html").write_text(
-        NOT_FOUND.format(lang=languages[0]["hreflang"], title=escape(languages[0]["project"]),
-                         sections=sections), encoding="utf8")
-    robots = "User-agent: *\nAllow: /\n" + (f"Sitemap: {base}/sitemap.xml\n" if base else "")
-    (root / "robots.txt").write_text(robots, encoding="utf8")
-    if base:
-        docs = Path(app.srcdir).parent
-        (root / "sitemap.xml").write_text(
-            sitemap(base, languages, docs, app.config.source_suffix), encoding="utf8")
+    language = current_language(app.config)
+    if outdir.name != language["code"]:
+        return  # not the book's site layout (for example a one-off build)
+    manifest = {
+        "code": language["code"],
+        "base_url": app.config.book_base_url.rstrip("/"),
+        "root_title": message("root_title"),
+        "not_found": message("not_found"),
+        "not_found_link": message("not_found_link"),
+    }
+    Path(app.doctreedir, MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n",
+                                              encoding="utf8")
 
 
 def setup(app: Sphinx) -> None:
@@ -162,4 +128,4 @@ def setup(app: Sphinx) -> None:
     app.connect("config-inited", configure_open_graph)
     app.connect("html-page-context", add_description, priority=400)
     app.connect("html-page-context", add_footer)
-    app.connect("build-finished", write_site_files)
+    app.connect("build-finished", write_manifest)

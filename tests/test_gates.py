@@ -266,3 +266,12 @@ def test_cells_in_other_languages_and_broken_front_matter_say_what_to_fix(build_
     assert_reported(build.output, [("en/empty.md", "not a MyST notebook"),
                                    ("en/empty.md", "the page has no title: start it with a '# ' heading")])
     assert "doesn't have a title" not in build.output
+
+
+def test_the_site_root_waits_for_every_language(build_fixture):
+    # Assembled once by the build driver, from each language's manifest: not from one
+    # language's run, which would list languages it has not seen built.
+    build = build_fixture("nondeterministic", "html", "--language", "en")
+    assert build.returncode == 0, build.output
+    assert "The site root (language chooser, 404, robots.txt) waits for: zh" in build.output
+    assert not (build.site() / "404.html").exists() and (build.site() / "en" / "index.html").exists()

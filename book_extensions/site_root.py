@@ -1,0 +1,124 @@
+"""The site root: one folder per language, and around them what belongs to the whole site.
+
+    index.html    sends readers to the language their browser prefers (a list without script)
+    404.html      in every language, with absolute links (it answers for any missing path)
+    robots.txt    and, when book_base_url is set, sitemap.xml with every page's hreflang alternates
+
+Written once by the build driver after every language is built, from the manifest each
+language's run leaves beside its doctrees (its base URL and translated strings: site.py).
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+
+from .languages import source_pages
+from .site import MANIFEST
+
+ROOT_PAGE = """<!DOCTYPE html>
+<html lang="{default_lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+{alternates}
+<script>
+// Send the visitor to the first language their browser prefers that the book has.
+(function () {{
+  var languages = {languages};
+  var wanted = navigator.languages || [navigator.language || ""];
+  for (var i = 0; i < wanted.length; i++) {{
+    var tag = wanted[i].toLowerCase();
+    for (var j = 0; j < languages.length; j++) {{
+      var lang = languages[j];
+      if (tag === lang.hreflang.toLowerCase() || tag.split("-")[0] === lang.hreflang.toLowerCase().split("-")[0]) {{
+        window.location.replace(lang.code + "/index.html");
+        return;
+      }}
+    }}
+  }}
+  window.location.replace(languages[0].code + "/index.html");
+}})();
+</script>
+</head>
+<body>
+<h1>{title}</h1>
+<ul>
+{links}
+</ul>
+</body>
+</html>
+"""
+
+
+NOT_FOUND = """<!DOCTYPE html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>404 · {title}</title>
+</head>
+<body>
+{sections}
+</body>
+</html>
+"""
+
+
+def sitemap(base: str, languages: list[dict], docs: Path, suffixes) -> str:
+    by_language = {lang["code"]: set(source_pages(docs / lang["code"], suffixes)) for lang in languages}
+    entries = []
+    for lang in languages:
+        for page in sorted(by_language[lang["code"]]):
+            links = [(other["hreflang"], f"{base}/{other['code']}/{page}.html")
+                     for other in languages if page in by_language[other["code"]]]
+            links.append(("x-default", f"{base}/{languages[0]['code']}/{page}.html"))
+            alternates = "".join(
+                f'\n    <xhtml:link rel="alternate" hreflang="{h}" href="{escape(u)}"/>' for h, u in links)
+            entries.append(f"  <url>\n    <loc>{escape(base)}/{lang['code']}/{page}.html</loc>{alternates}\n  </url>")
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+            'xmlns:xhtml="http://www.w3.org/1999/xhtml">\n' + "\n".join(entries) + "\n</urlset>\n")
+
+
+def write(site: Path, doctrees: Path, languages: list[dict], docs: Path, suffixes=(".md",)) -> list[str]:
+    """Write the root files into ``site``; the languages whose manifest is missing (none written then)."""
+    manifests = {}
+    for lang in languages:
+        path = doctrees / lang["code"] / MANIFEST
+        if path.is_file():
+            manifests[lang["code"]] = json.loads(path.read_text(encoding="utf8"))
+    missing = [lang["code"] for lang in languages if lang["code"] not in manifests]
+    if missing:
+        return missing
+    first = manifests[languages[0]["code"]]
+    base = first["base_url"]
+    (site / "index.html").write_text(ROOT_PAGE.format(
+        default_lang=languages[0]["hreflang"],
+        title=escape(first["root_title"]),
+        alternates="\n".join(
+            f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{e["code"]}/index.html">' for e in languages),
+        languages=json.dumps([{"code": e["code"], "hreflang": e["hreflang"]} for e in languages]),
+        links="\n".join(
+            f'<li><a href="{e["code"]}/index.html" hreflang="{e["hreflang"]}" '
+            f'lang="{e["hreflang"]}">{escape(e["name"])}</a></li>' for e in languages),
+    ), encoding="utf8")
+    sections = "\n".join(
+        f'<section lang="{lang["hreflang"]}"><h1>{escape(manifests[lang["code"]]["not_found"])}</h1>'
+        f'<p><a href="{base}/{lang["code"]}/index.html">{escape(manifests[lang["code"]]["not_found_link"])}</a></p>'
+        '</section>'
+        for lang in languages
+    )
+    (site / "404.html").write_text(
+        NOT_FOUND.format(lang=languages[0]["hreflang"], title=escape(languages[0]["project"]), sections=sections),
+        encoding="utf8")
+    robots = "User-agent: *\nAllow: /\n" + (f"Sitemap: {base}/sitemap.xml\n" if base else "")
+    (site / "robots.txt").write_text(robots, encoding="utf8")
+    if base:
+        (site / "sitemap.xml").write_text(sitemap(base, languages, docs, suffixes), encoding="utf8")
+    else:
+        (site / "sitemap.xml").unlink(missing_ok=True)  # from a build that had a base URL
+    return []

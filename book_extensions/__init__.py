@@ -2,8 +2,7 @@
 
 Each module handles one concern and has its own ``setup``:
 
-- :mod:`.languages`: per-language settings, hreflang links, the language switch
-  and the site's root page;
+- :mod:`.languages`: per-language settings, hreflang links and the language switch;
 - :mod:`.execution`: the kernel's device, the execution cache, and what the build does
   with each page's execution (its provenance line);
 - :mod:`.cells`: checks on every executed cell (expected errors, output size) and
@@ -22,7 +21,8 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.records`: what every code cell printed, recorded per device and release, and compared;
 - :mod:`.devices`: the "CPU vs CUDA" page;
 - :mod:`.releases`: records under older torch releases, and what changed between them;
-- :mod:`.site`: Open Graph tags, 404 page, robots.txt and sitemap.xml;
+- :mod:`.site`: Open Graph tags, the footer, and each language's manifest for the site root;
+- :mod:`.site_root` (run by the build driver): the language chooser, 404, robots.txt, sitemap.xml;
 - :mod:`.provenance`: the page that says what built the book.
 
 Where the book leans on another project's internals or copies its files, and why:

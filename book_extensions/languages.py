@@ -8,8 +8,10 @@ from ``docs/<code>/`` into ``<site>/<code>/``. This module
 - gives every page ``<link rel="alternate" hreflang>`` for each language plus
   ``x-default``, and a visible switch to the same page in the other languages (in
   the side bar and in the top bar);
-- writes the site's root page, which sends visitors to the language their
-  browser prefers and links to all of them.
+- compiles the book's catalogs (its own strings and the theme's gaps) for Sphinx.
+
+The site's root page, which sends visitors to the language their browser prefers,
+is written by the build driver once every language is built (:mod:`.site_root`).
 """
 
 from __future__ import annotations

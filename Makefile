@@ -2,7 +2,7 @@
 # (pip install -r requirements.txt first). nox does the same in its own venvs.
 PYTHON  ?= python3
 DEVICE  ?= cpu
-BUILD    = $(PYTHON) -m book_extensions.build --device $(DEVICE)
+BUILD    = $(PYTHON) -m book_extensions.tools.build --device $(DEVICE)
 LANG_   ?= en
 
 .PHONY: help html doctest test serve parity bench clean clean-cache
@@ -25,13 +25,13 @@ test:
 	$(PYTHON) -m pytest
 
 serve:
-	$(PYTHON) -m book_extensions.serve $(LANG_) --device $(DEVICE)
+	$(PYTHON) -m book_extensions.tools.serve $(LANG_) --device $(DEVICE)
 
 parity:
 	$(PYTHON) -m book_extensions.parity docs
 
 bench:
-	$(PYTHON) -m book_extensions.bench
+	$(PYTHON) -m book_extensions.tools.bench
 
 clean:
 	rm -rf _build

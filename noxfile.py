@@ -17,7 +17,7 @@
 
 Without nox installed, ``python3 noxfile.py -s docs`` installs it first (see below).
 Every session runs in one shared environment per torch release, ``.toolchain/torch-<release>/``
-(book_extensions/toolchain.py), not in a virtualenv of its own.
+(book_extensions/tools/toolchain.py), not in a virtualenv of its own.
 """
 
 import os
@@ -43,20 +43,20 @@ if __name__ == "__main__":
 import nox  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from book_extensions import toolchain  # noqa: E402  (standard library only)
+from book_extensions.tools import toolchain  # noqa: E402  (standard library only)
 
 nox.needs_version = f">={NOX_VERSION}"
 nox.options.sessions = ["tests", "doctest"]
 nox.options.default_venv_backend = "none"
 
-BUILD = ["-m", "book_extensions.build"]
+BUILD = ["-m", "book_extensions.tools.build"]
 
 
 def environment(session: nox.Session, release: str | None = None) -> Path:
     """The shared environment of a torch release (default: the pinned one), made once.
 
     Every session runs in it instead of a virtualenv of its own: torch's wheel and its
-    CUDA libraries take about 5 GB (see book_extensions/toolchain.py).
+    CUDA libraries take about 5 GB (see book_extensions/tools/toolchain.py).
     """
     try:
         env = toolchain.ensure(release, log=session.log)
@@ -129,7 +129,7 @@ def linkcheck(session: nox.Session) -> None:
 @nox.session
 def determinism(session: nox.Session) -> None:
     """Execute every page a second time and fail on any cell that prints differently (build first)."""
-    python(session, environment(session), "-m", "book_extensions.determinism", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions.tools.determinism", *session.posargs)
 
 
 @nox.session(name="newest-torch")
@@ -157,16 +157,16 @@ def tests(session: nox.Session) -> None:
 def serve(session: nox.Session) -> None:
     """Live preview of one language (default en): ``nox -s serve -- zh``."""
     language = session.posargs[0] if session.posargs else "en"
-    python(session, environment(session), "-m", "book_extensions.serve", language)
+    python(session, environment(session), "-m", "book_extensions.tools.serve", language)
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """Time cold, no-change, prose-edit and code-edit builds on a copy of docs/."""
-    python(session, environment(session), "-m", "book_extensions.bench", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions.tools.bench", *session.posargs)
 
 
 @nox.session
 def weight(session: nox.Session) -> None:
     """Page weight and first contentful paint of the built site (run `docs` first)."""
-    python(session, environment(session), "-m", "book_extensions.weight", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions.tools.weight", *session.posargs)

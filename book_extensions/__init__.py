@@ -25,6 +25,9 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.site_root` (run by the build driver): the language chooser, 404, robots.txt, sitemap.xml;
 - :mod:`.provenance`: the page that says what built the book.
 
+Code that runs inside the pages' kernels is in :mod:`.kernel`; the command-line tools
+(build, serve, bench, weight, determinism, toolchain) are in :mod:`.tools`.
+
 Where the book leans on another project's internals or copies its files, and why:
 :mod:`.upstream` lists every case; ``tests/test_upstream.py`` fails when one moves.
 """

@@ -1,8 +1,8 @@
 """How the book's pages execute, and what the build does with the result.
 
-- every kernel starts from :mod:`.kernel_startup` (device, short tracebacks, warnings
+- every kernel starts from :mod:`.kernel.startup` (device, short tracebacks, warnings
   without paths); :mod:`.executor` runs each page, or takes it from the cache;
-- one cache per device, torch version and kernel inputs (startup file, figures.py, the
+- one cache per device, torch version and kernel inputs (kernel/, the
   executor, the versions of numpy, IPython, ipykernel, matplotlib and networkx);
 - every cell runs to the end (errors included); :mod:`.cells` then judges each cell,
   and a page that did not finish is reported with its cell and cause;
@@ -40,7 +40,7 @@ from .notebooks import download_link, write_notebook
 logger = logging.getLogger(__name__)
 
 DEVICES = ("cpu", "cuda")
-KERNEL_STARTUP = Path(__file__).with_name("kernel_startup.py")
+KERNEL_STARTUP = Path(__file__).with_name("kernel") / "startup.py"
 EXECUTIONS_FILE = "book-executions.json"
 
 
@@ -65,7 +65,7 @@ def device_name(device: str) -> str:
 # What a page's outputs depend on besides its code: the kernel's startup file, the book's
 # code that pages import, how pages are executed, and the packages that compute or print
 # what a cell shows.
-KERNEL_FILES = (KERNEL_STARTUP, Path(__file__).with_name("figures.py"), Path(__file__).with_name("executor.py"))
+KERNEL_FILES = (*sorted(Path(__file__).with_name("kernel").glob("*.py")), Path(__file__).with_name("executor.py"))
 KERNEL_PACKAGES = ("numpy", "ipython", "ipykernel", "matplotlib", "networkx")
 
 
@@ -125,7 +125,7 @@ def prepare_kernels(device: str) -> None:
     """Kernels inherit the environment of the process that starts them.
 
     The startup file sets the device and output style; the repository on their path
-    lets pages draw figures with book_extensions.figures.
+    lets pages draw figures with book_extensions.kernel.figures.
     """
     os.environ["PYTHONSTARTUP"] = str(KERNEL_STARTUP)
     os.environ["BOOK_DEVICE"] = device

@@ -16,7 +16,6 @@ is written by the build driver once every language is built (:mod:`.site_root`).
 
 from __future__ import annotations
 
-import re
 from html import escape
 from pathlib import Path
 
@@ -113,25 +112,6 @@ def add_language_links(app: Sphinx, pagename, templatename, context, doctree) ->
     context["book_switch_label"] = message("switch_label")
 
 
-CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
-CJK_LINE_BREAK = re.compile(f"[{CJK}]\n(?=[{CJK}])")
-FENCE = re.compile(r"^(```|~~~|:::).*?^\1", re.S | re.M)
-
-
-def cjk_line_breaks(text: str) -> list[int]:
-    """Lines that end inside Chinese prose: the browser would show the break as a space."""
-    prose = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    return [prose.count("\n", 0, m.start()) + 1 for m in CJK_LINE_BREAK.finditer(prose)]
-
-
-def check_cjk_line_breaks(app: Sphinx, docname: str, source: list[str]) -> None:
-    if not app.config.language.startswith(("zh", "ja")):
-        return
-    for line in cjk_line_breaks(source[0]):
-        logger.warning("a line break inside Chinese text shows as a space; join the lines",
-                       location=(docname, line), type="book", subtype="cjk_line_break")
-
-
 def source_pages(folder: Path, suffixes) -> list[str]:
     """The page names (``detach``, ``sub/page``) of one language's source folder."""
     return sorted(p.relative_to(folder).with_suffix("").as_posix()
@@ -180,7 +160,6 @@ def setup(app: Sphinx) -> None:
     app.add_config_value("book_languages", [], "env", list)
     app.add_config_value("book_base_url", "", "html", str)
     app.connect("config-inited", configure_language)
-    app.connect("source-read", check_cjk_line_breaks)
     app.connect("html-page-context", add_language_links)
     app.connect("env-get-outdated", rewrite_when_other_languages_change)
     app.add_css_file("book.css")

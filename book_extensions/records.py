@@ -83,7 +83,7 @@ def book_notebooks(docs: Path, language: str | None = None):
     """(page, notebook) for every page (of the reference language), read the way the build reads it."""
     from myst_nb.core.read import read_myst_markdown_notebook
 
-    from .build import reference_language
+    from .tools.build import reference_language
 
     language = language or reference_language()
     for path in sorted((docs / language).rglob("*.md")):
@@ -94,7 +94,7 @@ def book_notebooks(docs: Path, language: str | None = None):
 
 def page_source(docs: Path, page: str) -> str:
     """How messages name a page of the reference language: docs/en/detach.md."""
-    from .build import reference_language
+    from .tools.build import reference_language
 
     return f"{docs.name}/{reference_language()}/{page}.md"
 

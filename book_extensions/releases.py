@@ -31,9 +31,9 @@ from pathlib import Path
 
 from . import records
 from .layout import table
-from .toolchain import RELEASES_FILE, version_key  # noqa: F401  (version_key: for callers)
-from .toolchain import ToolchainError as ReleasesError
-from .toolchain import listed_releases as listed
+from .tools.toolchain import RELEASES_FILE, version_key  # noqa: F401  (version_key: for callers)
+from .tools.toolchain import ToolchainError as ReleasesError
+from .tools.toolchain import listed_releases as listed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,8 +66,8 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
     from jupyter_cache import get_cache
 
     from . import executor
-    from .build import reference_language
     from .execution import prepare_kernels
+    from .tools.build import reference_language
 
     prepare_kernels("cpu")
     cache = get_cache(str(cache_dir))
@@ -178,7 +178,7 @@ def check(results: Path, docs: Path, cache_root: Path, pinned: str) -> int:
     out = ROOT / "_build" / f"torch-{release}"
 
     def build(builder: str) -> int:
-        return subprocess.run([sys.executable, "-m", "book_extensions.build", builder, "-q", "--docs", str(docs),
+        return subprocess.run([sys.executable, "-m", "book_extensions.tools.build", builder, "-q", "--docs", str(docs),
                                "--out", str(out), "--cache-root", str(cache_root)]).returncode
 
     steps = {"html build (every gate)": build("html"), "doctests": build("doctest")}
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             record(args.results, args.docs, args.cache_root)
             return 0
         if args.command == "check":
-            from .toolchain import pinned_torch
+            from .tools.toolchain import pinned_torch
 
             return check(args.results, args.docs, args.cache_root, pinned_torch())
         if bool(args.old) != bool(args.new):

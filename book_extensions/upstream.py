@@ -56,7 +56,7 @@ WORKAROUNDS = [
         internal="myst_nb.core.config:NbParserConfig.copy",
     ),
     Workaround(
-        "book_extensions/kernel_startup.py",
+        "book_extensions/kernel/startup.py",
         "ipykernel's private flush interval is raised so that what a cell prints arrives in one "
         "chunk: chunking by timing made outputs differ between runs",
         "ipykernel can be told to flush only when a cell ends",

@@ -1,47 +1,28 @@
-"""Helpers for building small fixture books (tests/fixtures/<name>/docs) in a temp folder."""
+"""Fixtures: fixture books and the real book built, served and opened in Chromium (helpers: books.py)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from books import FIXTURES, ROOT, Build, build_book
 
-from book_extensions.weight import CHROMIUM_FLAGS, chromium_path, serve
-
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).parent / "fixtures"
+from book_extensions.tools.weight import CHROMIUM_FLAGS, chromium_path, serve
 
 
-@dataclass
-class Build:
-    returncode: int
-    output: str
-    out: Path  # the build's _build folder
-    cache: Path
+@pytest.fixture(scope="session")
+def run_example():
+    """Each program of examples/ run once per test session, however many tests read its output."""
+    runs: dict[str, subprocess.CompletedProcess] = {}
 
-    def site(self, device: str = "cpu") -> Path:
-        return self.out / device / "html"
-
-
-def build_book(docs: Path, work: Path, builder: str = "html", *options: str,
-               sphinx: tuple[str, ...] = (), cache: Path | None = None, tz: str | None = None) -> Build:
-    """Build ``docs`` like ``nox -s docs`` does, into ``work``; output is stdout + stderr.
-
-    The execution cache is ``work/cache`` unless ``cache`` names another one; ``tz``
-    sets the build's time zone.
-    """
-    out, cache = work / "_build", cache or work / "cache"
-    command = [sys.executable, "-m", "book_extensions.build", builder, "-q",
-               "--docs", str(docs), "--out", str(out), "--cache-root", str(cache), *options]
-    if sphinx:
-        command += ["--", *sphinx]
-    env = {**os.environ, **({"TZ": tz} if tz else {})}
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
-    return Build(result.returncode, result.stdout + result.stderr, out, cache)
+    def run(name: str) -> subprocess.CompletedProcess:
+        if name not in runs:
+            runs[name] = subprocess.run([sys.executable, str(ROOT / "examples" / name)],
+                                        capture_output=True, text=True, timeout=120)
+        return runs[name]
+    return run
 
 
 @pytest.fixture
@@ -62,9 +43,6 @@ def book(tmp_path_factory):
 
 
 # --- the built book in a real browser (Debian's Chromium, driven by Playwright) ---------
-
-SCREENSHOTS = ROOT / "_build" / "screenshots"  # test artifacts
-
 
 @pytest.fixture(scope="module")
 def site(book):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SCREENSHOTS
+from books import SCREENSHOTS
 
 pytestmark = pytest.mark.book
 
@@ -115,7 +115,7 @@ def test_no_serious_accessibility_violations(book, page, language):
 
 def test_pages_stay_light(book, browser):
     # Bytes are exact, unlike timings: a budget that catches a returning 1.5 MB script.
-    from book_extensions.weight import measure
+    from book_extensions.tools.weight import measure
 
     rows = measure(book.site(), browser)
     assert len(rows) >= 32

@@ -13,7 +13,7 @@ import re
 from urllib.parse import urljoin
 
 import pytest
-from conftest import SCREENSHOTS
+from books import SCREENSHOTS
 
 pytestmark = pytest.mark.book
 

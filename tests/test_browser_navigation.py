@@ -9,7 +9,7 @@ Screenshots land in _build/screenshots/nav-*.png.
 from __future__ import annotations
 
 import pytest
-from conftest import SCREENSHOTS
+from books import SCREENSHOTS
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.book

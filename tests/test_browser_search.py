@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import SCREENSHOTS
+from books import SCREENSHOTS
 from site_checks import load_search_index
 
 pytestmark = pytest.mark.book

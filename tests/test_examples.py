@@ -1,8 +1,6 @@
 """The programs in examples/ run and say what the book says they say."""
 
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +9,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.mark.parametrize("program", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)
-def test_every_example_runs_as_a_program(program):
-    result = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120)
+def test_every_example_runs_as_a_program(program, run_example):
+    result = run_example(program.name)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
 
@@ -30,11 +28,10 @@ def test_four_cuts():
     assert rows[".clone()"]["backward"].endswith("(right)")
 
 
-def test_four_cuts_prints_one_markdown_table_row_per_tool():
+def test_four_cuts_prints_one_markdown_table_row_per_tool(run_example):
     # The book renders this text as a table (myst-nb, gfm): a stray "|" in a message, or a
     # row of another width, would break it.
-    result = subprocess.run([sys.executable, str(EXAMPLES / "four_cuts.py")],
-                            capture_output=True, text=True, timeout=120)
+    result = run_example("four_cuts.py")
     header, rule, *rows = result.stdout.strip().splitlines()
     assert header.startswith("| tool | backward |") and rule == "|---" * 6 + "|"
     assert [row.split(" | ")[0] for row in rows] == ["| `.data`", "| `.detach()`", "| `.detach_()`", "| `.clone()`"]

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, build_book
+from books import FIXTURES, build_book
 
 
 def warnings_of(output: str) -> list[str]:
@@ -69,6 +69,8 @@ def test_faults_in_one_page_are_reported_with_the_rest(build_fixture):
         ("en/index.md:19", "code cell 1 raised ValueError: still reported"),
     ])
     assert "Traceback" not in build.output and "Exception occurred" not in build.output
+    # Kernels talk over IPC sockets: no TCP ports to collide, and no warning about them.
+    assert "Kernel is running over TCP" not in build.output
     # The page whose kernel died is not cached: the next build executes it again.
     from jupyter_cache import get_cache
 
@@ -177,7 +179,7 @@ def test_a_page_cannot_raise_its_own_timeout(build_fixture):
 
 
 def test_a_second_build_on_the_same_cache_is_refused_in_one_line(tmp_path):
-    from conftest import FIXTURES, build_book
+    from books import FIXTURES, build_book
     from filelock import FileLock
 
     cache = tmp_path / "cache"
@@ -208,7 +210,7 @@ def test_addresses_are_blanked_in_every_output_and_nothing_else_is(build_fixture
 
 
 def determinism(docs: Path, cache: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "book_extensions.determinism", "--docs", str(docs),
+    return subprocess.run([sys.executable, "-m", "book_extensions.tools.determinism", "--docs", str(docs),
                            "--cache-root", str(cache)], capture_output=True, text=True, timeout=600)
 
 
@@ -238,7 +240,7 @@ def test_an_unreadable_cache_is_one_line_naming_it(tmp_path):
 
 
 def test_ctrl_c_stops_the_build_without_a_traceback(tmp_path):
-    command = [sys.executable, "-m", "book_extensions.build", "html", "-q", "--language", "en",
+    command = [sys.executable, "-m", "book_extensions.tools.build", "html", "-q", "--language", "en",
                "--docs", str(FIXTURES / "timeout" / "docs"), "--out", str(tmp_path / "_build"),
                "--cache-root", str(tmp_path / "cache")]
     # Its own process group, as a terminal's: Ctrl-C reaches the driver, Sphinx and the kernel.

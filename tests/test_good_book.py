@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT, build_book
+from books import FIXTURES, ROOT, build_book
+from bs4 import BeautifulSoup
 from site_checks import ALLOWED_IN_ZH, english_words, search
 
 from book_extensions.execution import EXECUTIONS_FILE
-from book_extensions.offline import check_site
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +27,12 @@ def executed(build, language):
     return json.loads(report.read_text())["executed"]
 
 
+def soup(html: Path) -> BeautifulSoup:
+    return BeautifulSoup(html.read_text(encoding="utf8"), "html.parser")
+
+
 def cell_outputs(html: Path) -> list[str]:
-    return re.findall(r'<div class="cell_output docutils container">(.*?)</div>\n</div>',
-                      html.read_text(encoding="utf8"), re.S)
+    return [str(div) for div in soup(html).select("div.cell_output")]
 
 
 def test_the_second_language_executes_nothing(good):
@@ -38,8 +41,8 @@ def test_the_second_language_executes_nothing(good):
 
 
 def provenance_dates(build, language) -> set[str]:
-    return {re.search(r"book-provenance.*?(\d{4}-\d{2}-\d{2})", (build.site() / language / page).read_text(
-        encoding="utf8"), re.S).group(1) for page in ("index.html", "second.html")}
+    return {re.search(r"\d{4}-\d{2}-\d{2}", soup(build.site() / language / page).select_one(".book-provenance")
+                      .get_text()).group() for page in ("index.html", "second.html")}
 
 
 def test_far_east_of_utc_both_languages_state_the_same_date(tmp_path):
@@ -71,7 +74,7 @@ def test_two_cold_builds_print_the_same(good, tmp_path):
 
 
 def test_a_second_execution_prints_the_same(good):
-    check = subprocess.run([sys.executable, "-m", "book_extensions.determinism", "--docs",
+    check = subprocess.run([sys.executable, "-m", "book_extensions.tools.determinism", "--docs",
                             str(FIXTURES / "good" / "docs"), "--cache-root", str(good.cache)],
                            capture_output=True, text=True, timeout=600)
     assert check.returncode == 0, check.stdout + check.stderr
@@ -96,7 +99,8 @@ def test_languages_link_to_each_other(good):
             assert f'<link rel="alternate" hreflang="zh-CN" href="../zh/{page}.html">' in html
             assert f'<link rel="alternate" hreflang="x-default" href="../en/{page}.html">' in html
             other = "zh" if language == "en" else "en"
-            assert re.search(rf'<a class="book-language" href="\.\./{other}/{page}\.html"', html)
+            links = soup(good.site() / language / f"{page}.html").select("a.book-language")
+            assert f"../{other}/{page}.html" in [a["href"] for a in links]
 
 
 def test_the_root_page_offers_both_languages(good):
@@ -124,10 +128,6 @@ def test_the_interface_check_would_see_english(good):
     assert "Gradients" in english_words(good.site() / "en" / "index.html", "zh", ALLOWED_IN_ZH)
 
 
-def test_the_site_loads_nothing_from_other_hosts(good):
-    assert check_site(good.site()) == []
-
-
 def test_doctests_pass(good):
     build = build_book(FIXTURES / "good" / "docs", good.out.parent, "doctest")
     assert build.returncode == 0, build.output
@@ -143,7 +143,7 @@ def test_the_site_holds_only_the_book(good):
 
 
 def test_no_build_machine_path_is_published(good):
-    from conftest import ROOT
+    from books import ROOT
 
     leaks = [str(ROOT), str(good.out), str(good.cache), "site-packages"]
     for path in good.site().rglob("*"):

@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from book_extensions import toolchain
+from book_extensions.tools import toolchain
 
 
 def wheel(folder, name: str, version: str) -> None:

@@ -110,7 +110,7 @@ def test_addresses_are_recognised():
 
 
 def test_line_breaks_inside_chinese_prose_are_found():
-    from book_extensions.languages import cjk_line_breaks
+    from book_extensions.pages import cjk_line_breaks
 
     text = "# 标题\n\n第一行，\n第二行。\n\n```{code-cell} ipython3\nprint('中\\n文')\n```\nEnglish\n代码\n末尾\n"
     assert cjk_line_breaks(text) == [3, 10]
@@ -119,7 +119,7 @@ def test_line_breaks_inside_chinese_prose_are_found():
 def test_graph_figures_come_from_the_real_graph_and_are_deterministic():
     import torch
 
-    from book_extensions.figures import autograd_graph, record_graph
+    from book_extensions.kernel.figures import autograd_graph, record_graph
 
     a = torch.tensor([1.0, 2.0], requires_grad=True)
     out = a.sigmoid()
@@ -144,6 +144,9 @@ def test_the_execution_cache_is_keyed_on_every_input_of_the_outputs(monkeypatch,
     assert execution.cache_dir(tmp_path, "cpu") != before  # figures.py edited: re-execute
     monkeypatch.undo()
     assert execution.cache_dir(tmp_path, "cpu") == before
+    # Everything that runs in the kernel is part of the key.
+    kernel = {p.name for p in execution.KERNEL_FILES}
+    assert {"startup.py", "figures.py", "__init__.py", "executor.py"} <= kernel
     real_version = execution.importlib.metadata.version
     monkeypatch.setattr(execution.importlib.metadata, "version",
                         lambda name: "0.0" if name == "matplotlib" else real_version(name))

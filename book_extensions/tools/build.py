@@ -1,7 +1,7 @@
 """Build the book: every language, one after the other, with one Sphinx builder.
 
-    python -m book_extensions.build html --device cpu
-    python -m book_extensions.build doctest
+    python -m book_extensions.tools.build html --device cpu
+    python -m book_extensions.tools.build doctest
 
 Output goes to ``<out>/<device>/<builder>/<language>/`` (doctrees beside it), so a
 CUDA build never mixes with a CPU one. Languages are built one after the other
@@ -20,7 +20,7 @@ import time
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @cache
@@ -51,7 +51,7 @@ def cache_problem(cache_root: Path, device: str) -> str | None:
     import sqlite3
     from contextlib import closing
 
-    from .execution import cache_dir
+    from ..execution import cache_dir
 
     database = cache_dir(cache_root, device) / "global.db"
     if not database.exists():
@@ -84,7 +84,7 @@ def sphinx_command(args, language: dict, docs: Path, out: Path) -> list[str]:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.build", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.build", description=__doc__.split("\n")[0])
     parser.add_argument("builder", nargs="?", default="html", help="Sphinx builder (html, doctest, ...)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--language", action="append", dest="languages", metavar="CODE",
@@ -155,7 +155,7 @@ def build_languages(args: argparse.Namespace, languages: list[dict]) -> int:
         print(f"error: the {args.builder} build failed for: {', '.join(failed)}", file=sys.stderr)
         return 1
     if args.builder == "html":
-        from . import site_root
+        from .. import site_root
 
         site = args.out / args.device / "html"
         unbuilt = site_root.write(site, args.out / args.device / "doctrees", book_languages(args.confdir), args.docs)

@@ -1,6 +1,6 @@
 """Benchmark the build: how long it takes and how many pages it executes.
 
-    python -m book_extensions.bench
+    python -m book_extensions.tools.bench
 
 On a copy of docs/ and examples/ (with its own output and an empty execution cache, so your
 cache and _build/ are untouched), builds both languages four times:
@@ -26,14 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..execution import EXECUTIONS_FILE
 from .build import ROOT, book_languages
-from .execution import EXECUTIONS_FILE
 
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 
 
 def build(work: Path) -> tuple[float, dict[str, list[str]], int]:
-    command = [sys.executable, "-m", "book_extensions.build", "html", "-q",
+    command = [sys.executable, "-m", "book_extensions.tools.build", "html", "-q",
                "--docs", str(work / "docs"), "--out", str(work / "_build"),
                "--cache-root", str(work / "cache")]
     started = time.perf_counter()

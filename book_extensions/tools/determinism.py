@@ -1,6 +1,6 @@
 """Two executions of the book print the same: finds cells whose output changes from run to run.
 
-    python -m book_extensions.determinism [--docs docs] [--cache-root .jupyter_cache]
+    python -m book_extensions.tools.determinism [--docs docs] [--cache-root .jupyter_cache]
 
 A page served from the cache hides a cell that prints the time, an unseeded random
 number or a set's order: its output was right once, and the next cold build differs.
@@ -17,10 +17,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import records, releases
-from .execution import cache_dir
+from .. import records, releases
+from ..execution import cache_dir
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def shown(path: Path) -> str:
@@ -52,7 +52,7 @@ def check(docs: Path, cache_root: Path, timeout: int) -> tuple[int, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.determinism",
+    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.determinism",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=Path, default=ROOT / "docs")
     parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")

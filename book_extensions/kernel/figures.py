@@ -4,7 +4,7 @@ Runs inside a page's kernel (the build puts the repository on the kernel's
 ``PYTHONPATH``)::
 
     from myst_nb import glue
-    from book_extensions.figures import autograd_graph
+    from book_extensions.kernel.figures import autograd_graph
     glue("graph-after-detach", autograd_graph(a=a, out=out, c=c), display=False)
 
 draws the graph autograd recorded behind the named tensors by walking

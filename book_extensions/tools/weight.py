@@ -1,6 +1,6 @@
 """Benchmark what a reader's browser downloads: bytes and first contentful paint.
 
-    python -m book_extensions.weight [_build/cpu/html]
+    python -m book_extensions.tools.weight [_build/cpu/html]
 
 Serves a built site on 127.0.0.1 and opens every page of every language in a fresh
 Chromium context (nothing cached), printing the bytes transferred for the first load

@@ -1,7 +1,7 @@
 """The book's Python environments: one per torch release, created once, shared by every session.
 
-    python3 -m book_extensions.toolchain              # the pinned release: prints its python
-    python3 -m book_extensions.toolchain 2.13.0       # another release, same pins otherwise
+    python3 -m book_extensions.tools.toolchain              # the pinned release: prints its python
+    python3 -m book_extensions.tools.toolchain 2.13.0       # another release, same pins otherwise
 
 PyPI's Linux torch wheel brings several GB of CUDA libraries, so nox sessions do not
 each get a copy: they all run in ``.toolchain/torch-<release>/``. Each environment holds
@@ -23,7 +23,7 @@ import sys
 import venv
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements.txt"
 HOME = ROOT / ".toolchain"
 STAMP = "book-pins.sha256"

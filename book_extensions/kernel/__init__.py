@@ -1,0 +1,8 @@
+"""Code that runs inside the pages' kernels, not in Sphinx.
+
+- :mod:`.startup`: the kernel's startup file (default device, short tracebacks,
+  warnings without paths, output flushed once per cell);
+- :mod:`.figures`: the computational-graph figures that pages draw.
+
+Everything here is part of the execution cache's key: editing it re-executes the book.
+"""

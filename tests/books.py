@@ -1,0 +1,43 @@
+"""Building small fixture books (tests/fixtures/<name>/docs), or the real one, in a temp folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@dataclass
+class Build:
+    returncode: int
+    output: str
+    out: Path  # the build's _build folder
+    cache: Path
+
+    def site(self, device: str = "cpu") -> Path:
+        return self.out / device / "html"
+
+
+def build_book(docs: Path, work: Path, builder: str = "html", *options: str,
+               sphinx: tuple[str, ...] = (), cache: Path | None = None, tz: str | None = None) -> Build:
+    """Build ``docs`` like ``nox -s docs`` does, into ``work``; output is stdout + stderr.
+
+    The execution cache is ``work/cache`` unless ``cache`` names another one; ``tz``
+    sets the build's time zone.
+    """
+    out, cache = work / "_build", cache or work / "cache"
+    command = [sys.executable, "-m", "book_extensions.tools.build", builder, "-q",
+               "--docs", str(docs), "--out", str(out), "--cache-root", str(cache), *options]
+    if sphinx:
+        command += ["--", *sphinx]
+    env = {**os.environ, **({"TZ": tz} if tz else {})}
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+    return Build(result.returncode, result.stdout + result.stderr, out, cache)
+
+
+SCREENSHOTS = ROOT / "_build" / "screenshots"  # test artifacts of the browser tests

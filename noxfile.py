@@ -155,9 +155,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def serve(session: nox.Session) -> None:
-    """Live preview of one language (default en): ``nox -s serve -- zh``."""
-    language = session.posargs[0] if session.posargs else "en"
-    python(session, environment(session), "-m", "book_extensions.tools.serve", language)
+    """Live preview of one language (default: the first of conf.py): ``nox -s serve -- zh``."""
+    python(session, environment(session), "-m", "book_extensions.tools.serve", *session.posargs[:1])
 
 
 @nox.session

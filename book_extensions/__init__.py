@@ -33,7 +33,7 @@ Where the book leans on another project's internals or copies its files, and why
 """
 
 def setup(app) -> dict:
-    # Imported here so that ``python -m book_extensions.<tool>`` imports only what it needs.
+    # Imported here so that ``python -m book_extensions.tools.<tool>`` imports only what it needs.
     from . import devices, execution, languages, layout, offline, page_state, pages, parity, prose, provenance, releases, site
 
     for module in (page_state, languages, layout, execution, pages, parity, prose, offline, devices, releases, site, provenance):

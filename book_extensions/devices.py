@@ -36,7 +36,7 @@ class DeviceComparison(SphinxDirective):
         say = lambda key, **values: nodes.paragraph("", message(key).format(**values))  # noqa: E731
         if cpu is None or cuda is None:
             return [say("devices_no_record" if cuda is None else "devices_no_cpu")]
-        found = compare(cpu, cuda, current_digests(docs))
+        found = compare(cpu, cuda, current_digests(docs, reference))
         compared = sum(len(cells) for cells in cpu["pages"].values())
         failing = [d for d in found if d.fails]
         stale = [d for d in found if not d.fails]

@@ -12,7 +12,7 @@ as behaviour differences: an error on one device only, another exception type, o
 flags, names or counts, values beyond tolerance.
 
 The same comparison, with other rules, finds what changed between torch releases
-(:mod:`.releases`) and between two runs (:mod:`.determinism`); :mod:`.devices` renders
+(:mod:`.releases`) and between two runs (:mod:`.tools.determinism`); :mod:`.devices` renders
 the CPU/CUDA one on the book's "CPU vs CUDA" page.
 """
 
@@ -99,9 +99,10 @@ def page_source(docs: Path, page: str) -> str:
     return f"{docs.name}/{reference_language()}/{page}.md"
 
 
-def current_digests(docs: Path) -> dict[str, list[str]]:
+def current_digests(docs: Path, language: str | None = None) -> dict[str, list[str]]:
+    """Per page, the digest of each code cell as the page is now (of ``language``, default the reference)."""
     return {page: [source_digest(c.source) for c in nb.cells if c.cell_type == "code"]
-            for page, nb in book_notebooks(docs)}
+            for page, nb in book_notebooks(docs, language)}
 
 
 def record(device: str, cache_dir: Path, docs: Path) -> dict:

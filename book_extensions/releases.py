@@ -6,7 +6,7 @@
 
 The releases are listed in ``torch-releases.txt``, one a line. ``nox -s versions``
 executes every code cell of the book under each, in that release's own environment
-(:mod:`.toolchain`), and writes ``results/cpu-torch-<release>.json``, a record in the
+(:mod:`.tools.toolchain`), and writes ``results/cpu-torch-<release>.json``, a record in the
 format of the device records (:mod:`.records`), compared by the same engine with
 :func:`rules_for`: between releases the wording of a message is the news,
 and only noise such as the line of torch's own C++ source is normalised.
@@ -396,7 +396,7 @@ class TorchReleases(SphinxDirective):
         missing = [r for r in releases if r not in by_release]
         if missing:
             out.append(nodes.paragraph("", say("releases_missing", releases=join(self.config, missing))))
-        digests = records.current_digests(docs)
+        digests = records.current_digests(docs, self.config.book_languages[0]["code"])
         names = list(by_release)
         for old, new in zip(names, names[1:]):
             found = changes(by_release[old], by_release[new])

@@ -6,9 +6,9 @@
 - in every page's footer, in the reader's language: the licences (text CC BY-SA 4.0,
   code MIT-0; see LICENSE) and, when ``book_repository`` is set, links to report a
   mistake on the page and to edit its source;
-- at the site root, beside the language chooser: a bilingual ``404.html``,
-  ``robots.txt`` and, when ``book_base_url`` is set (a sitemap needs absolute
-  URLs), ``sitemap.xml`` with every page's ``hreflang`` alternates.
+- beside the doctrees, this language's manifest (base URL, translated strings), from
+  which the build driver writes the site root once every language is built
+  (:mod:`.site_root`: language chooser, 404, robots.txt, sitemap.xml).
 """
 
 from __future__ import annotations

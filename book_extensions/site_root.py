@@ -84,16 +84,25 @@ def sitemap(base: str, languages: list[dict], docs: Path, suffixes) -> str:
             'xmlns:xhtml="http://www.w3.org/1999/xhtml">\n' + "\n".join(entries) + "\n</urlset>\n")
 
 
-def write(site: Path, doctrees: Path, languages: list[dict], docs: Path, suffixes=(".md",)) -> list[str]:
-    """Write the root files into ``site``; the languages whose manifest is missing (none written then)."""
+ROOT_FILES = ("index.html", "404.html", "robots.txt", "sitemap.xml")
+
+
+def write(site: Path, doctrees: Path, languages: list[dict], docs: Path, suffixes=(".md",)) -> str | None:
+    """Write the root files into ``site``, or say why not (and leave no stale ones)."""
     manifests = {}
     for lang in languages:
         path = doctrees / lang["code"] / MANIFEST
         if path.is_file():
             manifests[lang["code"]] = json.loads(path.read_text(encoding="utf8"))
     missing = [lang["code"] for lang in languages if lang["code"] not in manifests]
-    if missing:
-        return missing
+    bases = {manifest["base_url"] for manifest in manifests.values()}
+    problem = (f"it waits for: {', '.join(missing)}" if missing else
+               "the languages were built with different book_base_url values; build them all again"
+               if len(bases) > 1 else None)
+    if problem:
+        for name in ROOT_FILES:
+            (site / name).unlink(missing_ok=True)
+        return problem
     first = manifests[languages[0]["code"]]
     base = first["base_url"]
     (site / "index.html").write_text(ROOT_PAGE.format(
@@ -121,4 +130,4 @@ def write(site: Path, doctrees: Path, languages: list[dict], docs: Path, suffixe
         (site / "sitemap.xml").write_text(sitemap(base, languages, docs, suffixes), encoding="utf8")
     else:
         (site / "sitemap.xml").unlink(missing_ok=True)  # from a build that had a base URL
-    return []
+    return None

@@ -63,6 +63,13 @@ WORKAROUNDS = [
         internal="ipykernel.iostream:OutStream.flush_interval",
     ),
     Workaround(
+        "book_extensions/messages.py",
+        "the book's strings are looked up with a context (pgettext) in the translator Sphinx "
+        "registered for the 'book' catalog; sphinx.locale offers no pgettext of its own",
+        "sphinx.locale gets a context-aware lookup",
+        internal="sphinx.locale:translators",
+    ),
+    Workaround(
         "book_extensions/search.py",
         "Chinese search subclasses Sphinx's SearchChinese to load jieba only when a page needs it",
         "Sphinx loads jieba lazily itself",

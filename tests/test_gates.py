@@ -275,5 +275,5 @@ def test_the_site_root_waits_for_every_language(build_fixture):
     # language's run, which would list languages it has not seen built.
     build = build_fixture("nondeterministic", "html", "--language", "en")
     assert build.returncode == 0, build.output
-    assert "The site root (language chooser, 404, robots.txt) waits for: zh" in build.output
+    assert "The site root (language chooser, 404, robots.txt) is not written: it waits for: zh" in build.output
     assert not (build.site() / "404.html").exists() and (build.site() / "en" / "index.html").exists()

@@ -74,3 +74,19 @@ def test_each_workflow_runs_what_its_name_says():
     assert "noxfile.py -s linkcheck" in steps("linkcheck.yml")
     schedule = yaml.safe_load((ROOT / ".github" / "workflows" / "newest-torch.yml").read_text())[True]["schedule"]
     assert schedule and schedule[0]["cron"].count(" ") == 4  # weekly, so a release is known within a week
+
+
+def test_every_module_a_script_runs_exists_and_runs_as_a_program():
+    # A module renamed or moved must not leave a script calling the old name: Python
+    # would fail (or, for a module without __main__, do nothing and exit 0).
+    import importlib.util
+    import re
+
+    scripts = [ROOT / ".ci" / "run", ROOT / ".ci" / "gpu-check", ROOT / "Makefile", ROOT / "noxfile.py",
+               ROOT / "README.md", *WORKFLOWS]
+    called = {m for path in scripts for m in re.findall(r"-m[\"', ]+(book_extensions[\w.]*)", path.read_text())}
+    assert "book_extensions.tools.build" in called and "book_extensions.records" in called
+    for module in sorted(called):
+        spec = importlib.util.find_spec(module)
+        assert spec is not None, f"{module} does not exist"
+        assert 'if __name__ == "__main__":' in Path(spec.origin).read_text(), f"{module} does nothing as a program"

@@ -158,9 +158,9 @@ def build_languages(args: argparse.Namespace, languages: list[dict]) -> int:
         from .. import site_root
 
         site = args.out / args.device / "html"
-        unbuilt = site_root.write(site, args.out / args.device / "doctrees", book_languages(args.confdir), args.docs)
-        if unbuilt:
-            print(f"The site root (language chooser, 404, robots.txt) waits for: {', '.join(unbuilt)}")
+        problem = site_root.write(site, args.out / args.device / "doctrees", book_languages(args.confdir), args.docs)
+        if problem:
+            print(f"The site root (language chooser, 404, robots.txt) is not written: {problem}")
         print(f"The book is built. Open {(site / 'index.html').resolve().as_uri()}")
     return 0
 

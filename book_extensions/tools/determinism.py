@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import records, releases
 from ..execution import cache_dir
+from .build import reference_language
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +38,7 @@ def differences(first: dict, second: dict, docs: Path) -> list[str]:
         for number, (a, b) in enumerate(zip(cells, second["pages"].get(page, [])), start=1):
             if a["outputs"] != b["outputs"]:
                 left, right = releases.excerpt(" | ".join(a["outputs"]), " | ".join(b["outputs"]))
-                found.append(f"{shown(docs / 'en' / f'{page}.md')}: code cell {number} printed differently in two "
+                found.append(f"{shown(docs / reference_language() / f'{page}.md')}: code cell {number} printed differently in two "
                              f"executions: {left!r} then {right!r}; seed it, sort it, or print less")
     return found
 

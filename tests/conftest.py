@@ -26,10 +26,19 @@ def run_example():
 
 
 @pytest.fixture
-def build_fixture(tmp_path):
+def build_fixture(tmp_path, fixture_cache):
     def build(name: str, builder: str = "html", *options: str, sphinx: tuple[str, ...] = ()) -> Build:
-        return build_book(FIXTURES / name / "docs", tmp_path, builder, *options, sphinx=sphinx)
+        return build_book(FIXTURES / name / "docs", tmp_path, builder, *options, sphinx=sphinx,
+                          cache=fixture_cache)
     return build
+
+
+@pytest.fixture(scope="session")
+def fixture_cache(tmp_path_factory):
+    """One execution cache for every fixture build: its records are keyed by each page's
+    code, so a fixture built by several tests executes once. A page that failed is never
+    cached, so the gates see it fail every time."""
+    return tmp_path_factory.mktemp("fixture-cache")
 
 
 @pytest.fixture(scope="session")

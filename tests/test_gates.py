@@ -155,7 +155,7 @@ def test_cuda_where_there_is_none_stops_before_anything_runs(build_fixture, tmp_
     assert build.output.strip().splitlines() == [
         f"error: --device cuda asked for, but torch {torch.__version__} sees no CUDA device here"
     ]
-    assert not build.cache.exists() and not build.out.exists()
+    assert not list(build.cache.glob("cuda-*")) and not build.out.exists()
 
 
 def test_sphinx_warnings_fail_the_build_and_are_all_reported(build_fixture):

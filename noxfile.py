@@ -116,8 +116,7 @@ def versions(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff on the book's own code (book_extensions, tests, examples, noxfile, conf.py)."""
-    environment(session)
-    session.run("ruff", "check", ".", external=True)
+    python(session, environment(session), "-m", "ruff", "check", ".")
 
 
 @nox.session

@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import json
 import os
 import shutil
@@ -33,6 +31,7 @@ from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 from . import executor, page_state, releases
+from .cache_key import KERNEL_STARTUP, cache_dir, torch_version, unreadable_cache
 from .cells import cell_line, check_cells, clean_outputs
 from .messages import message
 from .notebooks import download_link, write_notebook
@@ -40,12 +39,7 @@ from .notebooks import download_link, write_notebook
 logger = logging.getLogger(__name__)
 
 DEVICES = ("cpu", "cuda")
-KERNEL_STARTUP = Path(__file__).with_name("kernel") / "startup.py"
 EXECUTIONS_FILE = "book-executions.json"
-
-
-def torch_version() -> str:
-    return importlib.metadata.version("torch")
 
 
 @cache
@@ -62,27 +56,6 @@ def device_name(device: str) -> str:
     return torch.cuda.get_device_name(0)
 
 
-# What a page's outputs depend on besides its code: the kernel's startup file, the book's
-# code that pages import, how pages are executed, and the packages that compute or print
-# what a cell shows.
-KERNEL_FILES = (*sorted(Path(__file__).with_name("kernel").glob("*.py")), Path(__file__).with_name("executor.py"))
-KERNEL_PACKAGES = ("numpy", "ipython", "ipykernel", "matplotlib", "networkx")
-
-
-def kernel_inputs_digest() -> str:
-    digest = hashlib.sha256()
-    for path in KERNEL_FILES:
-        digest.update(path.read_bytes())
-    for package in KERNEL_PACKAGES:
-        digest.update(f"{package}=={importlib.metadata.version(package)}\n".encode())
-    return digest.hexdigest()[:8]
-
-
-def cache_dir(cache_root: Path, device: str) -> Path:
-    """One execution cache per device, torch version and everything else outputs depend on."""
-    return Path(cache_root) / f"{device}-torch{torch_version()}-inputs{kernel_inputs_digest()}"
-
-
 def cache_path(config: Config) -> Path:
     return cache_dir(Path(config.book_cache_root), config.book_device)
 
@@ -95,14 +68,13 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     if not Path(config.book_cache_root).is_absolute():
         config.book_cache_root = str(Path(app.confdir, config.book_cache_root))
     config.nb_execution_cache_path = str(cache_path(config))
+    # The build driver says this before Sphinx starts; this is for sphinx-build run by hand.
+    problem = unreadable_cache(Path(config.nb_execution_cache_path))
+    if problem:
+        raise ConfigError(problem)
     # Create the cache's database now: parallel readers that each find it missing
     # race to create its tables, and all but one crash.
-    try:
-        get_cache(config.nb_execution_cache_path).list_cache_records()
-    except Exception as error:  # sqlalchemy's errors for a corrupt or foreign database file
-        cause = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise ConfigError(f"the execution cache {config.nb_execution_cache_path} cannot be read "
-                          f"({cause}): remove it with `make clean-cache` and build again") from None
+    get_cache(config.nb_execution_cache_path).list_cache_records()
     # Errors never stop a page: check_cells() below judges every cell afterwards,
     # so one build reports every unexpected (or missing) error of every page.
     config.nb_execution_allow_errors = True

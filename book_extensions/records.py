@@ -205,33 +205,29 @@ def compare_outputs(first: list[str], second: list[str], loose_wording: bool,
     first_errors, second_errors = errors(first), errors(second)
     if bool(first_errors) != bool(second_errors):
         raised = first_errors or second_errors
-        return found("behaviour", "difference_raised_only", last_line(first), last_line(second),
+        return difference_fields("behaviour", "difference_raised_only", last_line(first), last_line(second),
                      error=raised[0], side=one if first_errors else two)
     if first_errors != second_errors:
-        return found("behaviour", "difference_raised_other", first_errors[0], second_errors[0], one=one, two=two)
+        return difference_fields("behaviour", "difference_raised_other", first_errors[0], second_errors[0], one=one, two=two)
     a = normalise("\n".join(first), loose_wording, rules.devices)
     b = normalise("\n".join(second), loose_wording, rules.devices)
     if NUMBER.sub("#", a) != NUMBER.sub("#", b):
         # The first line that differs; only blank lines, if the lines themselves all agree.
         line_a, line_b = next(((x, y) for x, y in zip_longest(a.split("\n"), b.split("\n"), fillvalue="")
                                if x != y), (repr(a[-40:]), repr(b[-40:])))
-        return found("behaviour", "difference_printed", line_a.strip(), line_b.strip(), one=one, two=two,
+        return difference_fields("behaviour", "difference_printed", line_a.strip(), line_b.strip(), one=one, two=two,
                      quoted_first=repr(line_a.strip()), quoted_second=repr(line_b.strip()))
     for x, y in zip(NUMBER.findall(a), NUMBER.findall(b)):
         if not numbers_close(x, y):
-            return found("value", "difference_value", x, y, one=one, two=two)
+            return difference_fields("value", "difference_value", x, y, one=one, two=two)
     return None
 
 
-def found(kind: str, template: str, first: str, second: str, **values: str) -> tuple:
+def difference_fields(kind: str, template: str, first: str = "", second: str = "", **values: str) -> tuple:
     """Difference's fields after page and cell: the detail in English (for the command line),
     and as a message with its values, to say it in the language of a page."""
     values = {"first": first, "second": second, **values}
     return kind, ENGLISH[template].format(**values), first, second, template, values
-
-
-def said(template: str, **values: str) -> tuple[str, str, dict]:
-    return ENGLISH[template].format(**values), template, values
 
 
 def last_line(outputs: list[str]) -> str:
@@ -254,8 +250,8 @@ def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = No
         for number, cell in enumerate(cells, start=1):
             other = by_source.get(cell["source"])
             if other is None:
-                english, template, values = said("difference_missing", two=rules.names[1])
-                found.append(Difference(page, number, "missing", english, template=template, values=values))
+                found.append(Difference(page, number, *difference_fields("missing", "difference_missing",
+                                                                         two=rules.names[1])))
                 continue
             result = compare_outputs(cell["outputs"], other["outputs"], loose, rules)
             if result:
@@ -265,8 +261,8 @@ def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = No
             current = set(digests.get(page, []))
             for number, cell in enumerate(cells, start=1):
                 if cell["source"] not in current:
-                    english, template, values = said("difference_stale", two=rules.names[1])
-                    found.append(Difference(page, number, "stale", english, template=template, values=values))
+                    found.append(Difference(page, number, *difference_fields("stale", "difference_stale",
+                                                                             two=rules.names[1])))
     return found
 
 
@@ -288,7 +284,7 @@ def cpu_record_for(results: Path, cuda: dict | None) -> dict | None:
 
 
 def cache_dir_for(device: str, cache_root: Path) -> Path:
-    from .execution import cache_dir
+    from .cache_key import cache_dir
 
     return cache_dir(cache_root, device)
 

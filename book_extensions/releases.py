@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def current_release() -> str:
     """The release of the installed torch, without a local build label such as +cpu."""
-    from .execution import torch_version
+    from .cache_key import torch_version
 
     return torch_version().split("+")[0]
 
@@ -92,7 +92,7 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
 
 def record(results: Path, docs: Path, cache_root: Path) -> Path:
     """Execute (what is not cached) and record the book under the installed torch."""
-    from .execution import cache_dir
+    from .cache_key import cache_dir
 
     timeout = runpy.run_path(str(ROOT / "conf.py"))["nb_execution_timeout"]
     folder = cache_dir(cache_root, "cpu")

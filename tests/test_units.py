@@ -135,20 +135,20 @@ def test_graph_figures_come_from_the_real_graph_and_are_deterministic():
 
 
 def test_the_execution_cache_is_keyed_on_every_input_of_the_outputs(monkeypatch, tmp_path):
-    from book_extensions import execution
+    from book_extensions import cache_key, execution
 
     before = execution.cache_dir(tmp_path, "cpu")
     figures = tmp_path / "figures.py"
     figures.write_text("# edited figure code\n")
-    monkeypatch.setattr(execution, "KERNEL_FILES", (execution.KERNEL_STARTUP, figures))
+    monkeypatch.setattr(cache_key, "KERNEL_FILES", (cache_key.KERNEL_STARTUP, figures))
     assert execution.cache_dir(tmp_path, "cpu") != before  # figures.py edited: re-execute
     monkeypatch.undo()
     assert execution.cache_dir(tmp_path, "cpu") == before
     # Everything that runs in the kernel is part of the key.
-    kernel = {p.name for p in execution.KERNEL_FILES}
+    kernel = {p.name for p in cache_key.KERNEL_FILES}
     assert {"startup.py", "figures.py", "__init__.py", "executor.py"} <= kernel
-    real_version = execution.importlib.metadata.version
-    monkeypatch.setattr(execution.importlib.metadata, "version",
+    real_version = cache_key.importlib.metadata.version
+    monkeypatch.setattr(cache_key.importlib.metadata, "version",
                         lambda name: "0.0" if name == "matplotlib" else real_version(name))
     assert execution.cache_dir(tmp_path, "cpu") != before  # another matplotlib: re-execute
 

@@ -20,6 +20,8 @@ import time
 from functools import cache
 from pathlib import Path
 
+from ..cache_key import cache_dir, unreadable_cache
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -43,25 +45,6 @@ def cuda_problem() -> str | None:
     available, version = result.stdout.split()
     if available != "True":
         return f"--device cuda asked for, but torch {version} sees no CUDA device here"
-    return None
-
-
-def cache_problem(cache_root: Path, device: str) -> str | None:
-    """Why the execution cache cannot be used, or None; Sphinx would say it in a crash report."""
-    import sqlite3
-    from contextlib import closing
-
-    from ..execution import cache_dir
-
-    database = cache_dir(cache_root, device) / "global.db"
-    if not database.exists():
-        return None
-    try:
-        with closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)) as connection:
-            connection.execute("select count(*) from sqlite_master").fetchone()
-    except sqlite3.DatabaseError as error:
-        return (f"the execution cache {database.parent} cannot be read ({error}): "
-                "remove it with `make clean-cache` and build again")
     return None
 
 
@@ -128,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
               "wait for it to finish, or give this one its own --cache-root", file=sys.stderr)
         return 2
     try:
-        problem = cache_problem(args.cache_root, args.device)
+        problem = unreadable_cache(cache_dir(args.cache_root, args.device))
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from .. import records, releases
-from ..execution import cache_dir
+from ..cache_key import cache_dir
 from .build import reference_language
 
 ROOT = Path(__file__).resolve().parents[2]

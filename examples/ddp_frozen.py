@@ -1,15 +1,14 @@
 """Frozen and unused parameters under DistributedDataParallel, run for real.
 
 Two processes, started with ``torch.multiprocessing`` and joined by the gloo backend on
-the CPU, train the same small model for a few steps in each of five setups:
+the CPU, train the same small model for a few steps in each of seven setups:
 
 - the first layer frozen *before* the model is wrapped in DDP;
-- the same layer frozen *after* wrapping;
-- two heads used in turn, one per step, with the default ``find_unused_parameters=False``;
-- the same with ``find_unused_parameters=True``, and with ``static_graph=True``;
-- a head that is never used, with ``static_graph=True``;
-
-and the layer frozen after wrapping once more, with ``find_unused_parameters=True``.
+- the same layer frozen *after* wrapping, with the default ``find_unused_parameters=False``
+  and with ``find_unused_parameters=True``;
+- two heads used in turn, one per step, with the default, with
+  ``find_unused_parameters=True`` and with ``static_graph=True``;
+- a head that is never used, with ``static_graph=True``.
 
 A comm hook counts the gradient elements each step all-reduces. Each process sends what
 it saw back to the parent through a queue, and the parent prints one report, the same on
@@ -77,13 +76,12 @@ def train(rank, freeze="none", alternate=False, head=None, **ddp_options):
             lines = str(error).splitlines()
             return {"error": (step, lines[0], [line for line in lines if "Parameter indices" in line])}
         optimizer.step()
-    grad = model.heads[0].weight.grad
     return {"body moved": not torch.equal(body_before, model.body.weight),
             "body grad": model.body.weight.grad is not None,
             "reduced": sum(reduced) // STEPS,
-            # the same on both ranks only if DDP averaged it; a list, since a tensor
+            # the same on both ranks only if DDP averaged them; lists, since a tensor
             # would travel through shared memory that ends with this process
-            "head grad": grad.tolist()}
+            "head grads": [p.grad.tolist() for p in model.heads.parameters() if p.grad is not None]}
 
 
 SETUPS = {
@@ -129,7 +127,7 @@ def report(rows):
             continue
         print(f"  trained {STEPS} steps; body moved: {row['body moved']}; body has a grad: {row['body grad']}")
         print(f"  gradient elements all-reduced per step: {row['reduced']}")
-        print("  both ranks hold the same averaged gradient:", row["head grad"] == other["head grad"])
+        print("  both ranks hold the same averaged head gradients:", row["head grads"] == other["head grads"])
 
 
 def main():

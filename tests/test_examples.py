@@ -50,3 +50,36 @@ def test_four_cuts_shows_a_table_in_jupyter():
         InteractiveShell.clear_instance()
     assert len(shown) == 1 and shown[0]["text/markdown"].startswith("| tool | backward |")
     assert shown[0]["text/plain"] == shown[0]["text/markdown"]  # what records compare
+
+
+def test_ddp_frozen_reports_what_the_book_says(run_example):
+    result = run_example("ddp_frozen.py")
+    assert result.returncode == 0, result.stderr
+    report = result.stdout
+    setups = {}
+    for line in report.splitlines():
+        if not line.startswith(" "):
+            name = line.rstrip(":")
+            setups[name] = []
+        else:
+            setups[name].append(line.strip())
+    assert list(setups) == ["frozen before wrapping", "frozen after wrapping",
+                            "frozen after wrapping, find_unused_parameters=True", "heads in turn",
+                            "heads in turn, find_unused_parameters=True", "heads in turn, static_graph=True",
+                            "head 1 never used, static_graph=True"]
+    before = setups["frozen before wrapping"]
+    assert "body moved: False; body has a grad: False" in before[0]
+    assert before[1:] == ["gradient elements all-reduced per step: 10",
+                          "both ranks hold the same averaged head gradients: True"]
+    for name, indices in [("frozen after wrapping", "0 1"), ("heads in turn", "4 5")]:
+        lines = setups[name]
+        assert lines[0] == "RuntimeError at step 1, the same on both ranks:"
+        assert lines[1].startswith("Expected to have finished reduction in the prior iteration")
+        assert lines[-1] == f"Parameter indices which did not receive grad for rank 0: {indices}"
+    assert "static_graph" in " ".join(setups["heads in turn, static_graph=True"])
+    for name in ["frozen after wrapping, find_unused_parameters=True",
+                 "heads in turn, find_unused_parameters=True", "head 1 never used, static_graph=True"]:
+        assert setups[name][1:] == ["gradient elements all-reduced per step: 30",
+                                    "both ranks hold the same averaged head gradients: True"]
+    # nothing that changes from run to run: no ports, process ids or paths
+    assert "127.0.0.1" not in report and "/" not in report

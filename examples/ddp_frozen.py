@@ -99,6 +99,9 @@ def worker(rank, port, results):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)
+    # gloo reduces CPU tensors; a book built for CUDA sets another default device in the
+    # process this one was forked from, and a forked child cannot use CUDA anyway.
+    torch.set_default_device("cpu")
     dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE, timeout=timedelta(seconds=60))
     try:
         for name, setup in SETUPS.items():

@@ -1,11 +1,13 @@
 """Frozen and unused parameters under DistributedDataParallel, run for real.
 
 Two processes, started with ``torch.multiprocessing`` and joined by the gloo backend on
-the CPU, train the same small model for a few steps in each of seven setups:
+the CPU, train the same small model for a few steps in each of nine setups:
 
 - the first layer frozen *before* the model is wrapped in DDP;
 - the same layer frozen *after* wrapping, with the default ``find_unused_parameters=False``
   and with ``find_unused_parameters=True``;
+- the layer frozen before wrapping and unfrozen after the first step, once in place and
+  once followed by wrapping the model in a new DDP;
 - two heads used in turn, one per step, with the default, with
   ``find_unused_parameters=True`` and with ``static_graph=True``;
 - a head that is never used, with ``static_graph=True``.
@@ -13,7 +15,8 @@ the CPU, train the same small model for a few steps in each of seven setups:
 A comm hook counts the gradient elements each step all-reduces. Each process sends what
 it saw back to the parent through a queue, and the parent prints one report, the same on
 every run: the first line of any error (wrapped) and the line that names the parameters
-which got no gradient.
+which got no gradient, the elements all-reduced in each step, and whether the two
+processes still hold the same weights.
 """
 
 import os
@@ -47,19 +50,20 @@ class Net(nn.Module):
         return self.heads[head](h)
 
 
-def train(rank, freeze="none", alternate=False, head=None, **ddp_options):
+def train(rank, freeze="none", unfreeze_at=None, rewrap=False, alternate=False, head=None,
+          **ddp_options):
     """Train a fresh Net for STEPS steps; return what this rank saw."""
     torch.manual_seed(0)  # the same initial weights on both ranks
     model = Net()
     if freeze == "before":
         model.body.requires_grad_(False)
-    ddp = DDP(model, **ddp_options)
-    reduced = []  # how many gradient elements each all-reduce carried
+    reduced = []  # how many gradient elements were all-reduced in each step
 
     def count(state, bucket):
-        reduced.append(sum(p.numel() for p in bucket.parameters()))
+        reduced[-1] += sum(p.numel() for p in bucket.parameters())
         return allreduce_hook(state, bucket)
 
+    ddp = DDP(model, **ddp_options)
     ddp.register_comm_hook(None, count)
     if freeze == "after":
         model.body.requires_grad_(False)
@@ -67,6 +71,13 @@ def train(rank, freeze="none", alternate=False, head=None, **ddp_options):
     body_before = model.body.weight.detach().clone()
     torch.manual_seed(1 + rank)  # different data on each rank
     for step in range(STEPS):
+        if step == unfreeze_at:
+            model.body.requires_grad_(True)
+            optimizer.add_param_group({"params": list(model.body.parameters())})
+            if rewrap:  # a new DDP registers the body and broadcasts rank 0's weights
+                ddp = DDP(model, **ddp_options)
+                ddp.register_comm_hook(None, count)
+        reduced.append(0)
         x = torch.randn(8, 4)
         try:
             loss = ddp(x, head=step % 2 if alternate else head).pow(2).mean()
@@ -74,20 +85,28 @@ def train(rank, freeze="none", alternate=False, head=None, **ddp_options):
             loss.backward()
         except RuntimeError as error:
             lines = str(error).splitlines()
-            return {"error": (step, lines[0], [line for line in lines if "Parameter indices" in line])}
+            return {"error": (step, lines[0], [line for line in lines if "Parameter indices" in line]),
+                    "reduced": reduced[:-1], "weights": weights(model)}
         optimizer.step()
     return {"body moved": not torch.equal(body_before, model.body.weight),
             "body grad": model.body.weight.grad is not None,
-            "reduced": sum(reduced) // STEPS,
-            # the same on both ranks only if DDP averaged them; lists, since a tensor
-            # would travel through shared memory that ends with this process
-            "head grads": [p.grad.tolist() for p in model.heads.parameters() if p.grad is not None]}
+            "reduced": reduced, "weights": weights(model)}
+
+
+def weights(model):
+    """The body's and the heads' weights, to compare across ranks in the parent.
+
+    Lists, since a tensor would travel through shared memory that ends with this process.
+    """
+    return {part: [p.tolist() for p in getattr(model, part).parameters()] for part in ("body", "heads")}
 
 
 SETUPS = {
     "frozen before wrapping": dict(freeze="before"),
     "frozen after wrapping": dict(freeze="after"),
     "frozen after wrapping, find_unused_parameters=True": dict(freeze="after", find_unused_parameters=True),
+    "unfrozen after wrapping": dict(freeze="before", unfreeze_at=1),
+    "re-wrapped after unfreezing": dict(freeze="before", unfreeze_at=1, rewrap=True),
     "heads in turn": dict(alternate=True),
     "heads in turn, find_unused_parameters=True": dict(alternate=True, find_unused_parameters=True),
     "heads in turn, static_graph=True": dict(alternate=True, static_graph=True),
@@ -127,10 +146,11 @@ def report(rows):
             print(f"  RuntimeError at step {step}, {'the same on both ranks' if same else 'ranks differ'}:")
             for line in textwrap.wrap(message, 84) + ["..."] * bool(indices) + indices:
                 print(f"    {line}")
-            continue
-        print(f"  trained {STEPS} steps; body moved: {row['body moved']}; body has a grad: {row['body grad']}")
-        print(f"  gradient elements all-reduced per step: {row['reduced']}")
-        print("  both ranks hold the same averaged head gradients:", row["head grads"] == other["head grads"])
+        else:
+            print(f"  trained {STEPS} steps; body moved: {row['body moved']}; body has a grad: {row['body grad']}")
+        print("  gradient elements all-reduced in each step:", " ".join(map(str, row["reduced"])) or "none")
+        same = {part: row["weights"][part] == other["weights"][part] for part in ("body", "heads")}
+        print(f"  same weights on both ranks: body {same['body']}, heads {same['heads']}")
 
 
 def main():

@@ -121,6 +121,12 @@ def worker(rank, port, results):
     # gloo reduces CPU tensors; a book built for CUDA sets another default device in the
     # process this one was forked from, and a forked child cannot use CUDA anyway.
     torch.set_default_device("cpu")
+    # Some releases' gloo prints connection messages from both processes, interleaved at
+    # random; what this program reports travels through the queue, so the workers' own
+    # output goes nowhere (an exception still reaches the parent through start_processes).
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
     dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE, timeout=timedelta(seconds=60))
     try:
         for name, setup in SETUPS.items():

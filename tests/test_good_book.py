@@ -84,7 +84,7 @@ def test_a_second_execution_prints_the_same(good):
 def test_every_page_states_its_provenance(good):
     from book_extensions.execution import torch_version
 
-    for language, words in (("en", "Outputs on this page were produced by torch"), ("zh", "本页输出于")):
+    for language, words in (("en", "Outputs on this page were produced by torch"), ("zh", "本页输出由 torch")):
         for page in ("index.html", "second.html"):
             html = (good.site() / language / page).read_text(encoding="utf8")
             assert words in html and torch_version() in html and "CPU" in html

@@ -16,7 +16,8 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.page_state`: what the extensions note about each page, in one environment collector;
 - :mod:`.search`: the Chinese search language and the in-browser ranking of results;
 - :mod:`.layout`: outputs, tables and inline code that read on a phone and in print;
-- :mod:`.prose`: no sentence names the torch release that built it;
+- :mod:`.prose`: no sentence names the torch release that built it, and a language's prose
+  uses the words of its term list (docs/terms.zh.toml);
 - :mod:`.offline`: the built site loads nothing from other hosts;
 - :mod:`.records`: what every code cell printed, recorded per device and release, and compared;
 - :mod:`.devices`: the "CPU vs CUDA" page;

@@ -4,13 +4,23 @@ A sentence that names the torch release that built the page goes stale the day t
 upgraded, and nothing would notice. Prose says "the torch that built this page" and, where
 the number matters, writes ``{{ torch_version }}``, which the build fills in; what an older
 release printed comes from its record (:mod:`.releases`), never from a sentence.
+
+A language may also keep a term list, ``docs/terms.<code>.toml``: each entry names the
+word the edition uses for a concept and the variants it does not. A variant in a page's
+prose (not in its code, nor in inline code) is a warning naming the page and the line, so
+one careful pass over the terminology stays done.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
 
 from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -21,11 +31,12 @@ LITERAL_VERSION = re.compile(
     r"|\b\d+\.\d+(?:\.\d+)?\s*(?:版|版本|release)"
 )
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+\1")
+TERMS = "terms.{code}.toml"
 
 
-def literal_versions(text: str) -> list[tuple[int, str]]:
-    """(line, match) for every torch release named in the prose of a MyST page."""
-    found = []
+def prose_lines(text: str):
+    """(line number, line) for every line of a MyST page outside its front matter and fences."""
     fence = None
     lines = text.splitlines()
     start = 0
@@ -41,8 +52,53 @@ def literal_versions(text: str) -> list[tuple[int, str]]:
         if opening:
             fence = opening.group(1)
             continue
-        found += [(number, m.group(0)) for m in LITERAL_VERSION.finditer(line)]
-    return found
+        yield number, line
+
+
+def literal_versions(text: str) -> list[tuple[int, str]]:
+    """(line, match) for every torch release named in the prose of a MyST page."""
+    return [(number, m.group(0)) for number, line in prose_lines(text) for m in LITERAL_VERSION.finditer(line)]
+
+
+@dataclass(frozen=True)
+class Term:
+    use: str  # the edition's word
+    meaning: str  # what it names, for the message
+    variants: tuple[str, ...]  # words the edition does not use for it
+    allow: tuple[str, ...] = ()  # phrases that contain a variant in another sense
+
+
+def load_terms(path: Path) -> list[Term]:
+    """The term list of one language; a file that is not one is a one-line ConfigError."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf8"))
+        terms = [Term(entry["use"], entry["meaning"], tuple(entry["not"]), tuple(entry.get("allow", ())))
+                 for entry in data["term"]]
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError) as error:
+        cause = f"missing {error}" if isinstance(error, KeyError) else str(error).splitlines()[0]
+        raise ConfigError(f"{path}: not a term list ([[term]] entries with use, meaning and not): {cause}") from None
+    for term in terms:
+        if not term.variants or not all(isinstance(word, str) and word for word in (term.use, *term.variants)):
+            raise ConfigError(f"{path}: the entry for {term.use!r} needs a non-empty list 'not' of words")
+    return terms
+
+
+def term_variants(text: str, terms: list[Term]) -> list[tuple[int, str, Term]]:
+    """(line, variant, term) for every variant of a listed term in the prose of a MyST page."""
+    found = []
+    for number, line in prose_lines(text):
+        prose = INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line)
+        for term in terms:
+            checked = prose
+            for phrase in term.allow:
+                checked = checked.replace(phrase, " " * len(phrase))
+            found += [(number, variant, term) for variant in term.variants for _ in re.finditer(re.escape(variant), checked)]
+    return sorted(found, key=lambda item: item[0])
+
+
+def read_terms(app: Sphinx, config: Config) -> None:
+    path = Path(app.srcdir).parent / TERMS.format(code=Path(app.srcdir).name)
+    app.book_terms = load_terms(path) if path.is_file() else []
 
 
 def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
@@ -53,7 +109,14 @@ def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
             "printed comes from its record (nox -s versions)",
             location=(docname, line), type="book", subtype="literal_version",
         )
+    for line, variant, term in term_variants(source[0], getattr(app, "book_terms", [])):
+        logger.warning(
+            f"{variant!r} is not this edition's word for {term.meaning}: write {term.use!r} "
+            f"(the term list is docs/{TERMS.format(code=Path(app.srcdir).name)})",
+            location=(docname, line), type="book", subtype="term",
+        )
 
 
 def setup(app: Sphinx) -> None:
+    app.connect("config-inited", read_terms)
     app.connect("source-read", check_source)

@@ -97,8 +97,9 @@ def term_variants(text: str, terms: list[Term]) -> list[tuple[int, str, Term]]:
 
 
 def read_terms(app: Sphinx, config: Config) -> None:
-    path = Path(app.srcdir).parent / TERMS.format(code=Path(app.srcdir).name)
-    app.book_terms = load_terms(path) if path.is_file() else []
+    name = TERMS.format(code=Path(app.srcdir).name)
+    path = Path(app.srcdir).parent / name
+    app.book_terms = (f"docs/{name}", load_terms(path) if path.is_file() else [])
 
 
 def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
@@ -109,10 +110,11 @@ def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
             "printed comes from its record (nox -s versions)",
             location=(docname, line), type="book", subtype="literal_version",
         )
-    for line, variant, term in term_variants(source[0], getattr(app, "book_terms", [])):
+    listed_in, terms = app.book_terms
+    for line, variant, term in term_variants(source[0], terms):
         logger.warning(
             f"{variant!r} is not this edition's word for {term.meaning}: write {term.use!r} "
-            f"(the term list is docs/{TERMS.format(code=Path(app.srcdir).name)})",
+            f"(the term list is {listed_in})",
             location=(docname, line), type="book", subtype="term",
         )
 

@@ -26,14 +26,15 @@ copybutton_only_copy_prompt_lines = True
 
 # The languages of the book, in the order the language switch lists them.
 # "code" is the folder under docs/ and in the built site; the first is the default.
-# The separators are typography: what goes between two sentences, and between list items.
+# The separators are typography: what goes between two sentences, and between list items;
+# "typography": "cjk" checks a CJK edition's spacing and punctuation (book_extensions/typography.py).
 book_languages = [
     {"code": "en", "sphinx": "en", "hreflang": "en", "name": "English",
      "project": "Cutting the Graph", "author": "the authors of Cutting the Graph",
      "sentence_separator": " ", "list_separator": ", "},
     {"code": "zh", "sphinx": "zh_CN", "hreflang": "zh-CN", "name": "简体中文",
      "project": "切断计算图", "author": "《切断计算图》作者",
-     "sentence_separator": "", "list_separator": "、"},
+     "sentence_separator": "", "list_separator": "、", "typography": "cjk"},
 ]
 # The public address of the site (one place); empty means links stay relative.
 book_base_url = ""

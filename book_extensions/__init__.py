@@ -18,6 +18,8 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.layout`: outputs, tables and inline code that read on a phone and in print;
 - :mod:`.prose`: no sentence names the torch release that built it, and a language's prose
   uses the words of its term list (docs/terms.zh.toml);
+- :mod:`.typography`: a CJK edition's spacing and punctuation (autocorrect-py on its sources,
+  and checks on its pages once every link has its text);
 - :mod:`.offline`: the built site loads nothing from other hosts;
 - :mod:`.records`: what every code cell printed, recorded per device and release, and compared;
 - :mod:`.devices`: the "CPU vs CUDA" page;
@@ -35,8 +37,9 @@ Where the book leans on another project's internals or copies its files, and why
 
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions.tools.<tool>`` imports only what it needs.
-    from . import devices, execution, languages, layout, offline, page_state, pages, parity, prose, provenance, releases, site
+    from . import devices, execution, languages, layout, offline, page_state, pages, parity, prose, provenance, releases, site, typography
 
-    for module in (page_state, languages, layout, execution, pages, parity, prose, offline, devices, releases, site, provenance):
+    for module in (page_state, languages, layout, execution, pages, parity, prose, typography, offline, devices, releases,
+                   site, provenance):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -4,7 +4,6 @@
 - a MyST notebook whose front matter is valid YAML;
 - code cells in Python (pages run in a Python kernel);
 - no execution settings of its own (one timeout and one error policy for the book);
-- in Chinese, no line break inside a sentence (a browser shows it as a space);
 - a title (Sphinx reports a page without one from every toctree that lists it, once
   per page whose sidebar shows that toctree: six times in a small book).
 """
@@ -115,25 +114,6 @@ def refuse_other_formats(app: Sphinx, doctree: nodes.document) -> None:
                    type="book", subtype="not_notebook")
 
 
-CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
-CJK_LINE_BREAK = re.compile(f"[{CJK}]\n(?=[{CJK}])")
-FENCE = re.compile(r"^(```|~~~|:::).*?^\1", re.S | re.M)
-
-
-def cjk_line_breaks(text: str) -> list[int]:
-    """Lines that end inside Chinese prose: the browser would show the break as a space."""
-    prose = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    return [prose.count("\n", 0, m.start()) + 1 for m in CJK_LINE_BREAK.finditer(prose)]
-
-
-def check_cjk_line_breaks(app: Sphinx, docname: str, source: list[str]) -> None:
-    if not app.config.language.startswith(("zh", "ja")):
-        return
-    for line in cjk_line_breaks(source[0]):
-        logger.warning("a line break inside Chinese text shows as a space; join the lines",
-                       location=(docname, line), type="book", subtype="cjk_line_break")
-
-
 def quiet_repeated_warning(app: Sphinx, config: Config) -> None:
     config.suppress_warnings = [*config.suppress_warnings, "toc.no_title"]
 
@@ -150,6 +130,5 @@ def setup(app: Sphinx) -> None:
     # Before myst-nb's own source-read handling, which executes the page.
     app.connect("source-read", refuse_page_execution_settings, priority=100)
     app.connect("source-read", refuse_other_languages, priority=100)
-    app.connect("source-read", check_cjk_line_breaks)
     app.connect("doctree-read", refuse_other_formats)
     app.connect("doctree-read", refuse_untitled_page)

@@ -25,8 +25,14 @@ from .messages import message
 
 
 def literal_first(rows: list[list[str]]) -> list[list]:
-    """Package and page names are code: the first column as literals."""
+    """Package names are code: the first column as literals."""
     return [[nodes.literal(row[0], row[0]), *row[1:]] for row in rows]
+
+
+def page_link(app: Sphinx, docname: str, page: str) -> nodes.reference:
+    """A page by its title, in the reader's language (not its file name), linked."""
+    title = app.env.titles[page].astext()
+    return nodes.reference("", title, internal=True, refuri=app.builder.get_relative_uri(docname, page))
 
 
 PACKAGES = ("torch", "numpy", "sphinx", "myst-nb", "jupyter-cache", "ipykernel",
@@ -43,6 +49,20 @@ class BuildProvenance(SphinxDirective):
         return [provenance_placeholder()]
 
 
+def reading_order(env) -> list[str]:
+    """Every page, in the order of the table of contents (pages outside it last)."""
+    order = []
+
+    def visit(page: str) -> None:
+        if page not in order:
+            order.append(page)
+            for child in env.toctree_includes.get(page, []):
+                visit(child)
+
+    visit(env.config.root_doc)
+    return order + sorted(set(env.found_docs) - set(order))
+
+
 def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     say = lambda key, **values: message(key).format(**values)  # noqa: E731
     for placeholder in list(doctree.findall(provenance_placeholder)):
@@ -54,7 +74,7 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         rows = []
         this_build = set(getattr(app.env, "book_read_now", []))
         provenance_pages = page_state.computing(app.env, "build-provenance")
-        for page in sorted(app.env.found_docs):
+        for page in reading_order(app.env):
             data = NbMetadataCollector.get_exec_data(app.env, page)
             if not data or page in provenance_pages:
                 continue
@@ -66,12 +86,12 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             else:
                 status = say("provenance_cached")
             seconds = f"{data['runtime']:.1f}" if data.get("runtime") is not None else "–"
-            rows.append([page, produced, seconds, status])
+            rows.append([page_link(app, docname, page), produced, seconds, status])
         placeholder.replace_self([
             summary,
             table([say("provenance_col_package"), say("provenance_col_version")], literal_first(versions)),
             table([say("provenance_col_page"), say("provenance_col_date"),
-                   say("provenance_col_seconds"), say("provenance_col_status")], literal_first(rows)),
+                   say("provenance_col_seconds"), say("provenance_col_status")], rows),
         ])
 
 

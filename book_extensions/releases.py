@@ -412,7 +412,9 @@ class TorchReleases(SphinxDirective):
                 for d in changed:
                     where = cell_reference("", "", page=d.page, cell=d.cell,
                                            link=self._still_current(by_release[new], digests, d))
-                    shown = [nodes.literal(text, text) if text.strip() else nodes.emphasis("", say("releases_nothing"))
+                    # "(nothing)" is muted, not italic: a slanted CJK font reads badly.
+                    shown = [nodes.literal(text, text) if text.strip()
+                             else nodes.inline("", say("releases_nothing"), classes=["book-nothing"])
                              for text in excerpt(d.first, d.second)]
                     table_rows.append([where, *shown])
                 section += table(header, table_rows, classes=["book-releases"])

@@ -110,7 +110,7 @@ def test_addresses_are_recognised():
 
 
 def test_line_breaks_inside_chinese_prose_are_found():
-    from book_extensions.pages import cjk_line_breaks
+    from book_extensions.typography import cjk_line_breaks
 
     text = "# 标题\n\n第一行，\n第二行。\n\n```{code-cell} ipython3\nprint('中\\n文')\n```\nEnglish\n代码\n末尾\n"
     assert cjk_line_breaks(text) == [3, 10]

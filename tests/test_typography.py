@@ -1,0 +1,67 @@
+"""The Chinese edition's typography: autocorrect-py on its sources, and the checks on its
+built pages (spaces around links and bold text, italics, half-width and spaced punctuation)
+fail the build, naming the page and the line; code, outputs and the English edition are
+never checked."""
+
+import pytest
+from books import ROOT
+from sphinx.errors import ConfigError
+from test_gates import assert_reported, warnings_of
+
+from book_extensions.typography import CONFIG, read_config
+
+SPACE = "(a space only next to Latin text or code)"
+
+
+def test_the_build_refuses_each_break_of_the_rules(build_fixture):
+    build = build_fixture("cjk_typography")
+    assert build.returncode != 0
+    expected = [
+        ("zh/index.md:20", "a space between CJK text and '另一页'"),  # {doc} pulls in a CJK title
+        ("zh/index.md:22", "a space between '另一页' and the CJK text after it"),
+        ("zh/index.md:26", "a space between CJK text and '一节'"),  # {ref}, likewise
+        ("zh/index.md:30", "italics on CJK text '斜体': CJK emphasis is bold"),
+        ("zh/index.md:32", "a space between CJK text and '粗体'"),
+        ("zh/index.md:32", "a space between '粗体' and the CJK text after it"),
+        ("zh/index.md:34", "half-width ',' after CJK text"),
+        ("zh/index.md:34", "autocorrect: '半角逗号紧跟汉字,应当报出。' should read '半角逗号紧跟汉字，应当报出。'"),
+        ("zh/index.md:38", "a space next to full-width punctuation in '含义。 全角句号后面'"),
+        ("zh/index.md:40", "a space next to full-width punctuation in '错误信息中的 “elemen'"),
+        ("zh/index.md:40", "a space next to full-width punctuation in '的 “element 0” 指的是第一"),
+        ("zh/index.md:40", "autocorrect: '错误信息中的 “element 0” 指的是第一个张量。'"),
+        ("zh/index.md:42", "autocorrect: '在PyTorch里，"),
+        ("zh/index.md:48", "a line break inside Chinese text shows as a space"),
+    ]
+    assert_reported(build.output, expected)
+    reported = [line for line in warnings_of(build.output) if "[book.typography]" in line or "[book.cjk_line_break]" in line]
+    # Nothing else: not the lines that follow the rules, not code or outputs, not English.
+    assert len(reported) == len(expected), reported
+    assert all("zh/index.md:" in line for line in reported)
+    assert SPACE in "\n".join(reported)
+
+
+@pytest.mark.parametrize("content, cause", [
+    ("rules: [1\n", "not an autocorrect config"),
+    ("- space-word\n", "expected a 'rules:' mapping"),
+    ("rules:\n  space-wrod: 1\n", "unknown autocorrect rule 'space-wrod'"),
+    ("rules:\n  space-word: 2\n", "rule 'space-word' is 2: 1 checks it, 0 leaves it alone"),
+    ("rules:\n  space-word: true\n", "rule 'space-word' is True"),
+])
+def test_a_broken_config_is_one_line_naming_the_file(tmp_path, content, cause):
+    # autocorrect itself would ignore all of these and check with its defaults.
+    path = tmp_path / CONFIG
+    path.write_text(content, encoding="utf8")
+    with pytest.raises(ConfigError) as raised:
+        read_config(path)
+    message = str(raised.value)
+    assert str(path) in message and cause in message and "\n" not in message
+
+
+def test_the_chinese_sources_pass_autocorrect():
+    import autocorrect_py
+
+    autocorrect_py.load_config(read_config(ROOT / CONFIG))
+    found = [f"{page.name}:{line.line}: {line.old.strip()[:40]!r} -> {line.new.strip()[:40]!r}"
+             for page in sorted((ROOT / "docs" / "zh").glob("*.md"))
+             for line in autocorrect_py.lint_for(page.read_text(encoding="utf8"), page.name).lines]
+    assert found == []

@@ -16,6 +16,7 @@ is written by the build driver once every language is built (:mod:`.site_root`).
 
 from __future__ import annotations
 
+import gettext
 from html import escape
 from pathlib import Path
 
@@ -149,12 +150,34 @@ def compile_catalogs(app: Sphinx) -> Path:
     return target
 
 
+def prefer_book_catalog(app: Sphinx, catalogs: Path) -> None:
+    """Make the book's ``sphinx`` catalog answer before Sphinx's own.
+
+    Sphinx adds a project's catalog for its own domain as a fallback, so it could only fill
+    gaps; but a few of Sphinx's own translations need correcting (its zh_CN "Link to this
+    heading" ends in a full stop, in a tooltip). The strings the book's catalog does not
+    define still come from Sphinx's. The templates translate through ``app.translator``,
+    where the book's catalog is added as usual.
+    """
+    from sphinx.locale import translators
+
+    key = ("general", "sphinx")
+    try:
+        ours = gettext.translation("sphinx", str(catalogs), languages=[app.config.language])
+    except OSError:  # no catalog of ours for this language
+        return
+    if key in translators:
+        ours.add_fallback(translators[key])
+    translators[key] = ours
+
+
 def setup(app: Sphinx) -> None:
     # Registered now, before the theme registers its own catalogs, so that ours
-    # come first for the theme's domain and fill the gaps of Sphinx's own.
+    # come first for the theme's domain and for Sphinx's own.
     catalogs = compile_catalogs(app)
     app.add_message_catalog("booktheme", str(catalogs))
-    app.add_message_catalog("sphinx", str(catalogs))
+    app.add_message_catalog("sphinx", str(catalogs))  # for the templates (app.translator)
+    prefer_book_catalog(app, catalogs)  # for the strings Sphinx's Python code translates
     app.add_message_catalog(messages.CATALOG, str(catalogs))  # the book's own strings
     search.setup(app)  # the search language, ranking and search box: search.py
     app.add_config_value("book_languages", [], "env", list)

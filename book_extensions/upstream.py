@@ -70,6 +70,21 @@ WORKAROUNDS = [
         internal="sphinx.locale:translators",
     ),
     Workaround(
+        "book_extensions/languages.py",
+        "the book's 'sphinx' catalog is put before Sphinx's own in its translator, to correct a few "
+        "of Sphinx's translations (zh_CN 'Link to this heading' ends in a full stop); Sphinx only "
+        "lets a project's catalog fill gaps",
+        "Sphinx's zh_CN catalog is corrected, or Sphinx lets a project override its strings",
+        internal="sphinx.locale:translators",
+    ),
+    Workaround(
+        "book_extensions/static/book.js",
+        "sphinx-copybutton's zh-CN 'copied' message ends in a half-width '!' (复制成功!); book.js "
+        "corrects the script's message table and check icon, which are globals of copybutton.js",
+        "sphinx-copybutton's zh-CN message is corrected upstream",
+        copied=("sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
+    ),
+    Workaround(
         "book_extensions/search.py",
         "Chinese search subclasses Sphinx's SearchChinese to load jieba only when a page needs it",
         "Sphinx loads jieba lazily itself",

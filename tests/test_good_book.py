@@ -123,6 +123,14 @@ def test_the_chinese_interface_is_chinese(good):
         assert english_words(good.site() / "zh" / page, "zh", ALLOWED_IN_ZH) == set(), page
 
 
+def test_the_chinese_interface_corrects_sphinxs_tooltip_and_keeps_the_books_words(good):
+    # The book's catalog comes before Sphinx's own (languages.prefer_book_catalog): Sphinx's
+    # "链接到此标题。" loses its full stop, and the theme's strings stay the book's.
+    page = (good.site() / "zh" / "index.html").read_text(encoding="utf8")
+    assert 'title="链接到此标题"' in page and "链接到此标题。" not in page
+    assert ">跳到正文</a>" in page
+
+
 def test_the_interface_check_would_see_english(good):
     # The check above is only worth something if it finds English where there is some.
     assert "Gradients" in english_words(good.site() / "en" / "index.html", "zh", ALLOWED_IN_ZH)

@@ -59,3 +59,15 @@ document.addEventListener("click", (event) => {
     link.href = link.href.split("#")[0] + placeOnThisPage();
   }
 });
+
+// Upstream workaround: sphinx-copybutton's Chinese "copied" message ends in a half-width
+// "!". Its message table and check icon are globals of copybutton.js, which has run by
+// now (book.js is deferred); the tooltip reads the table on every copy. Listed in
+// book_extensions/upstream.py, which notices when copybutton.js changes.
+if (typeof messages !== "undefined" && messages["zh-CN"]) {
+  const wrong = messages["zh-CN"].copy_success;
+  messages["zh-CN"].copy_success = wrong.replace(/!$/, "！");
+  if (typeof iconCheck !== "undefined") {
+    iconCheck = iconCheck.replace(wrong, messages["zh-CN"].copy_success);
+  }
+}

@@ -102,8 +102,14 @@ def test_the_provenance_page_names_the_toolchain_and_every_page(book):
         page = (book.site() / language / "provenance.html").read_text(encoding="utf8")
         assert "<code class=\"docutils literal notranslate\"><span class=\"pre\">torch</span></code>" in page
         assert torch_version() in page and executed_word in page
+        # Pages by their titles in the reader's language, linked, in the order of the contents.
+        listed = re.findall(r'<a class="reference internal" href="([a-z-]+)\.html">([^<]+)</a>', page)
+        titles = dict(listed)
         for chapter in ("article", "detach", "error-atlas", "cheat-sheet"):
-            assert f'<span class="pre">{chapter}</span>' in page, (language, chapter)
+            assert chapter in titles and titles[chapter] != chapter, (language, chapter)
+        order = [name for name, _ in listed]
+        assert order.index("autograd-basics") < order.index("detach") < order.index("error-atlas"), order
+    assert re.search(r'href="error-atlas\.html">[^<]*[\u4e00-\u9fff]', (book.site() / "zh" / "provenance.html").read_text(encoding="utf8"))
 
 
 VNU = ROOT / ".tools" / "vnu.jar"

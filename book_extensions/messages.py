@@ -11,14 +11,20 @@ CATALOG = "book"
 
 ENGLISH = {
     "provenance": "Outputs on this page were produced by torch {torch} on {device}, {date}.",
-    "download_notebook": "Download this page as an executed notebook (.ipynb).",
-    "open_in_colab": "Open it in Colab.",
+    # A link's text stops before the sentence's full stop, which follows the link.
+    "download_notebook": "Download this page as an executed notebook (.ipynb)",
+    "open_in_colab": "Open it in Colab",
+    "full_stop": ".",
     "switch_label": "Language",
     "search_placeholder": "Search…",
     "code_prompt_show": "Show code cell {type}",
     "code_prompt_hide": "Hide code cell {type}",
     "root_title": "Cutting the Graph · 切断计算图",
     "provenance_build": "This build ran on {device} and was made on {date}.",
+    "terms_col_use": "the Chinese edition writes",
+    "terms_col_meaning": "for",
+    "terms_col_not": "and not",
+    "terms_separator": ", ",
     "provenance_col_package": "package",
     "provenance_col_version": "version",
     "provenance_col_page": "page",

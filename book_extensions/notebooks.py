@@ -43,11 +43,12 @@ def download_link(app: Sphinx, docname: str) -> list[nodes.Node]:
     text = message("download_notebook")
     uri = "../" * docname.count("/") + f"{NOTEBOOKS}/{docname}.ipynb"
     space = nodes.Text(current_language(app.config)["sentence_separator"])
-    links = [space.deepcopy(), nodes.reference(text, text, refuri=uri, classes=["book-notebook"])]
+    full_stop = nodes.Text(message("full_stop"))
+    links = [space.deepcopy(), nodes.reference(text, text, refuri=uri, classes=["book-notebook"]), full_stop.deepcopy()]
     if app.config.book_repository:
         code = Path(app.srcdir).name
         colab = (f"https://colab.research.google.com/github/{app.config.book_repository}"
                  f"/blob/notebooks/{code}/{docname}.ipynb")
         text = message("open_in_colab")
-        links += [space.deepcopy(), nodes.reference(text, text, refuri=colab, classes=["book-colab"])]
+        links += [space.deepcopy(), nodes.reference(text, text, refuri=colab, classes=["book-colab"]), full_stop.deepcopy()]
     return links

@@ -8,7 +8,8 @@ release printed comes from its record (:mod:`.releases`), never from a sentence.
 A language may also keep a term list, ``docs/terms.<code>.toml``: each entry names the
 word the edition uses for a concept and the variants it does not. A variant in a page's
 prose (not in its code, nor in inline code) is a warning naming the page and the line, so
-one careful pass over the terminology stays done.
+one careful pass over the terminology stays done. The glossary shows the list itself:
+``{term-list} zh`` renders ``docs/terms.zh.toml`` as a table, in every language.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +121,28 @@ def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
         )
 
 
+class TermList(SphinxDirective):
+    """``{term-list} <language code>``: that language's term list as a table."""
+
+    required_arguments = 1
+
+    def run(self) -> list:
+        from docutils import nodes
+
+        from .layout import table
+        from .messages import message
+
+        name = TERMS.format(code=self.arguments[0])
+        path = Path(self.env.srcdir).parent / name
+        self.env.note_dependency(str(path))
+        terms = load_terms(path)
+        separator = message("terms_separator")
+        rows = [[nodes.strong(term.use, term.use), term.meaning, separator.join(term.variants)] for term in terms]
+        return [table([message("terms_col_use"), message("terms_col_meaning"), message("terms_col_not")], rows,
+                      classes=["book-term-list"])]
+
+
 def setup(app: Sphinx) -> None:
+    app.add_directive("term-list", TermList)
     app.connect("config-inited", read_terms)
     app.connect("source-read", check_source)

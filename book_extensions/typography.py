@@ -12,7 +12,8 @@ each a warning naming the page and the line:
   shows after Sphinx has put in a link's title: no space between a CJK character and a
   link, bold or other inline text that begins or ends with one; no italics on CJK (a
   slanted synthetic CJK font: CJK emphasis is bold); no half-width ``, ! : ; ?`` right
-  after a CJK character; no space next to full-width punctuation.
+  after a CJK character; no space next to full-width punctuation; a link that names a
+  section or chapter in a sentence is quoted (见“副本”一章, not 见副本一章).
 
 Code, outputs and inline literals are never checked: what torch prints is not prose.
 """
@@ -154,6 +155,9 @@ def problems(doctree: nodes.Node) -> list[tuple[nodes.Node, str]]:
         if isinstance(element, nodes.emphasis) and re.search(f"[{HAN}]", text):
             found.append((element, f"italics on CJK text {excerpt(text, 30)!r}: CJK emphasis is bold (**…**)"))
         before, after = sibling_text(element, -1), sibling_text(element, 1)
+        if isinstance(element, nodes.reference) and re.match(r"\s*一[节章页]", after):
+            found.append((element, f"a section or chapter named in a sentence is quoted: "
+                                   f"“{excerpt(text, 30)}”{after.strip()[:2]}"))
         if re.search(f"[{HAN}][ \t\n]+$", before) and re.match(f"[{HAN}]", text):
             found.append((element, f"a space between CJK text and {excerpt(text, 30)!r}: "
                                    "write them together (a space only next to Latin text or code)"))

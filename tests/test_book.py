@@ -95,6 +95,17 @@ def test_the_committed_cpu_record_matches_this_build(book):
     assert committed["torch"] == fresh["torch"]
 
 
+def test_the_glossary_shows_the_term_list_in_both_languages(book):
+    from book_extensions.prose import load_terms
+
+    terms = load_terms(ROOT / "docs" / "terms.zh.toml")
+    for language in ("en", "zh"):
+        page = BeautifulSoup((book.site() / language / "glossary.html").read_text(encoding="utf8"), "html.parser")
+        rows = [[cell.get_text() for cell in row.find_all("td")] for row in page.select("table.book-term-list tbody tr")]
+        assert [row[0] for row in rows] == [term.use for term in terms], language
+        assert all(variant in row[2] for row, term in zip(rows, terms) for variant in term.variants)
+
+
 def test_the_provenance_page_names_the_toolchain_and_every_page(book):
     from book_extensions.execution import torch_version
 

@@ -84,7 +84,7 @@ def test_a_second_execution_prints_the_same(good):
 def test_every_page_states_its_provenance(good):
     from book_extensions.execution import torch_version
 
-    for language, words in (("en", "Outputs on this page were produced by torch"), ("zh", "本页输出由 torch")):
+    for language, words in (("en", "Outputs on this page were produced by torch"), ("zh", "本页输出是在 CPU 上用 torch")):
         for page in ("index.html", "second.html"):
             html = (good.site() / language / page).read_text(encoding="utf8")
             assert words in html and torch_version() in html and "CPU" in html
@@ -182,7 +182,7 @@ def test_pages_are_shareable_and_the_site_findable(tmp_path):
             '    <xhtml:link rel="alternate" hreflang="x-default" href="https://book.example/ctg/en/second.html"/>') in sitemap
     assert "Sitemap: https://book.example/ctg/sitemap.xml" in (site / "robots.txt").read_text()
     assert ('href="https://colab.research.google.com/github/owner/book/blob/notebooks/zh/second.ipynb">'
-            '在 Colab 中打开。') in zh
+            '在 Colab 中打开</a>。') in zh
     # Where to report a mistake or edit this very page, in the reader's language.
     assert ('<a href="https://github.com/owner/book/issues/new?title=docs%2Fzh%2Fsecond.md%3A%20&amp;'
             'body=Page%3A%20docs%2Fzh%2Fsecond.md%0A%0A">报告本页的错误</a>') in zh

@@ -19,6 +19,7 @@ def test_the_build_refuses_each_break_of_the_rules(build_fixture):
     expected = [
         ("zh/index.md:20", "a space between CJK text and '另一页'"),  # {doc} pulls in a CJK title
         ("zh/index.md:22", "a space between '另一页' and the CJK text after it"),
+        ("zh/index.md:22", "a section or chapter named in a sentence is quoted: “另一页”一章"),
         ("zh/index.md:26", "a space between CJK text and '一节'"),  # {ref}, likewise
         ("zh/index.md:30", "italics on CJK text '斜体': CJK emphasis is bold"),
         ("zh/index.md:32", "a space between CJK text and '粗体'"),
@@ -30,7 +31,8 @@ def test_the_build_refuses_each_break_of_the_rules(build_fixture):
         ("zh/index.md:40", "a space next to full-width punctuation in '的 “element 0” 指的是第一"),
         ("zh/index.md:40", "autocorrect: '错误信息中的 “element 0” 指的是第一个张量。'"),
         ("zh/index.md:42", "autocorrect: '在PyTorch里，"),
-        ("zh/index.md:48", "a line break inside Chinese text shows as a space"),
+        ("zh/index.md:48", "a section or chapter named in a sentence is quoted: “另一页”一章"),
+        ("zh/index.md:50", "a line break inside Chinese text shows as a space"),
     ]
     assert_reported(build.output, expected)
     reported = [line for line in warnings_of(build.output) if "[book.typography]" in line or "[book.cjk_line_break]" in line]

@@ -5,11 +5,13 @@ DEVICE  ?= cpu
 BUILD    = $(PYTHON) -m book_extensions.tools.build --device $(DEVICE)
 LANG_   ?= en
 
-.PHONY: help html doctest test serve parity bench clean clean-cache
+.PHONY: help html doctest pdf epub test serve parity bench clean clean-cache
 
 help:
 	@echo "make html       build every language into _build/$(DEVICE)/html/"
 	@echo "make doctest    run the doctests of every language"
+	@echo "make pdf        the whole book as PDF, one per language, into _build/$(DEVICE)/offline/"
+	@echo "make epub       the whole book as EPUB, one per language, checked by EPUBCheck"
 	@echo "make test       run the test suite (pytest)"
 	@echo "make serve      live preview (LANG_=zh for Chinese)"
 	@echo "make parity     check that the languages have the same pages, code and structure"
@@ -20,6 +22,9 @@ help:
 
 html doctest:
 	$(BUILD) $@
+
+pdf epub:
+	$(PYTHON) -m book_extensions.tools.editions $@ --device $(DEVICE)
 
 test:
 	$(PYTHON) -m pytest

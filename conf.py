@@ -36,6 +36,8 @@ book_languages = [
      "project": "切断计算图", "author": "《切断计算图》作者",
      "sentence_separator": "", "list_separator": "、", "typography": "cjk"},
 ]
+# The offline editions' file names: <slug>-<language code>.pdf / .epub.
+book_slug = "cutting-the-graph"
 # The public address of the site (one place); empty means links stay relative.
 book_base_url = ""
 # The public GitHub repository, "owner/name" (one place). When set, every page links to

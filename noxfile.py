@@ -2,6 +2,10 @@
 
     nox -s docs        build both languages, record their outputs in results/<device>.json
                        (``-- --device cuda`` for the GPU job)
+    nox -s pdf         the whole book as one PDF per language (Chromium prints the single-page
+                       build), into _build/<device>/offline/<language>/; executes nothing
+                       the HTML build has run
+    nox -s epub        the whole book as one EPUB per language, checked by EPUBCheck
     nox -s doctest     run the "Check yourself" doctests of both languages
     nox -s tests       the test suite: the gates on small fixture books, and the real book
     nox -s lint        ruff on the book's own code
@@ -150,6 +154,18 @@ def newest_torch(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The test suite (pytest); arguments go to pytest."""
     python(session, environment(session), "-m", "pytest", *session.posargs)
+
+
+@nox.session
+def pdf(session: nox.Session) -> None:
+    """The offline edition as PDF, one per language (the next `nox -s docs` links it)."""
+    python(session, environment(session), "-m", "book_extensions.tools.editions", "pdf", *session.posargs)
+
+
+@nox.session
+def epub(session: nox.Session) -> None:
+    """The offline edition as EPUB, one per language, checked by EPUBCheck."""
+    python(session, environment(session), "-m", "book_extensions.tools.editions", "epub", *session.posargs)
 
 
 @nox.session

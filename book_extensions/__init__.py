@@ -8,6 +8,8 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.cells`: checks on every executed cell (expected errors, output size) and
   outputs cleaned of addresses and build paths;
 - :mod:`.notebooks`: each page as an executed notebook, to download or open in Colab;
+- :mod:`.editions`: what the builds of the offline editions (PDF, EPUB) need, and the links
+  to them;
 - :mod:`.executor`: runs a page in a fresh kernel (or takes it from the cache), with
   every failure reported against its page and cell;
 - :mod:`.parity`: the two languages have the same pages, code and structure;
@@ -37,9 +39,24 @@ Where the book leans on another project's internals or copies its files, and why
 
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions.tools.<tool>`` imports only what it needs.
-    from . import devices, execution, languages, layout, offline, page_state, pages, parity, prose, provenance, releases, site, typography
+    from . import (
+        devices,
+        editions,
+        execution,
+        languages,
+        layout,
+        offline,
+        page_state,
+        pages,
+        parity,
+        prose,
+        provenance,
+        releases,
+        site,
+        typography,
+    )
 
-    for module in (page_state, languages, layout, execution, pages, parity, prose, typography, offline, devices, releases,
+    for module in (page_state, languages, layout, execution, editions, pages, parity, prose, typography, offline, devices, releases,
                    site, provenance):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -30,11 +30,11 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
-from . import executor, page_state, releases
+from . import editions, executor, page_state, releases
 from .cache_key import KERNEL_STARTUP, cache_dir, torch_version, unreadable_cache
 from .cells import cell_line, check_cells, clean_outputs
 from .messages import message
-from .notebooks import download_link, write_notebook
+from .notebooks import write_notebook
 
 logger = logging.getLogger(__name__)
 
@@ -182,9 +182,9 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     state.problems += clean_outputs(docname, doctree)
     note = provenance_note(app, exec_data)
     note += releases.annotate(app, docname, doctree, notebook)
-    if app.builder.format == "html":
+    if app.builder.name == "html":  # the web site, not the offline editions
         write_notebook(app, docname, notebook)
-        note += download_link(app, docname)
+        note += editions.download_links()  # filled per builder when the page is written
     doctree.append(note)
 
 

@@ -47,7 +47,7 @@ class wbr(nodes.Inline, nodes.Element):
 
 
 def visit_wbr(self, node: wbr) -> None:
-    self.body.append("<wbr>")
+    self.body.append("<wbr/>" if self.builder.name == "epub" else "<wbr>")  # EPUB pages are XML
     raise nodes.SkipNode
 
 

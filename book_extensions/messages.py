@@ -15,6 +15,8 @@ ENGLISH = {
     "download_notebook": "Download this page as an executed notebook (.ipynb)",
     "open_in_colab": "Open it in Colab",
     "full_stop": ".",
+    "whole_book": "The whole book: ",
+    "edition_provenance": "Every output in this edition was printed by torch {torch} on {device}; built on {date}.",
     "switch_label": "Language",
     "search_placeholder": "Search…",
     "code_prompt_show": "Show code cell {type}",

@@ -85,6 +85,13 @@ WORKAROUNDS = [
         copied=("sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
     ),
     Workaround(
+        "book_extensions/editions.py",
+        "the offline editions unfold hidden cells by removing the 'hide_mode' that myst-nb's "
+        "HideInputCells post-transform reads, just before it runs",
+        "myst-nb lets a builder opt out of folding cells",
+        internal="myst_nb.sphinx_:HideInputCells",
+    ),
+    Workaround(
         "book_extensions/search.py",
         "Chinese search subclasses Sphinx's SearchChinese to load jieba only when a page needs it",
         "Sphinx loads jieba lazily itself",

@@ -1,0 +1,163 @@
+"""The offline editions: the whole book as one PDF and one EPUB per language.
+
+The PDF is Chromium's print of the ``singlehtml`` build, and the EPUB is Sphinx's
+``epub`` builder (both made by :mod:`.tools.editions`, from the HTML build's execution
+cache). This module is what the Sphinx builds do for them:
+
+- the EPUB's metadata (title, author, language, identifier) comes from the language's
+  ``book_languages`` entry, as the site's does;
+- the first page of an offline edition says what produced its outputs (torch, device,
+  date), since a reader holding a PDF cannot open the provenance page;
+- a page links its executed notebook only on the web (a relative link means nothing in
+  a PDF), and links the offline editions of its language that exist when the site is
+  built; the site then carries them under ``offline/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+from .languages import current_language
+from .messages import message
+
+OFFLINE = "offline"  # in the site: <language>/offline/<file>; in the build: <out>/<device>/offline/<language>/
+OFFLINE_BUILDERS = ("singlehtml", "epub")
+KINDS = ("pdf", "epub")
+
+
+def file_name(config: Config, kind: str) -> str:
+    return f"{config.book_slug}-{current_language(config)['code']}.{kind}"
+
+
+def built_editions(app: Sphinx) -> list[Path]:
+    """The offline editions of this language that the build folder holds now."""
+    folder = Path(app.outdir).parent.parent / OFFLINE / current_language(app.config)["code"]
+    return [folder / file_name(app.config, kind) for kind in KINDS if (folder / file_name(app.config, kind)).is_file()]
+
+
+def configure_epub(app: Sphinx, config: Config) -> None:
+    entry = current_language(config)
+    config.epub_basename = file_name(config, "epub").removesuffix(".epub")
+    config.epub_title = entry["project"]
+    config.epub_author = config.author
+    config.epub_publisher = config.author
+    config.epub_language = entry["hreflang"]
+    config.epub_copyright = config.copyright
+    # The NCX table of contents repeats the identifier as an XML name: one name for both.
+    config.epub_identifier = config.epub_uid = f"{config.book_slug}-{entry['code']}"
+    config.epub_show_urls = "no"  # a link's address printed after it, in every paragraph: noise
+    if not config.version:  # EPUB 3 wants one; the book's is the day it was built
+        config.version = datetime.now(UTC).strftime("%Y.%m.%d")
+
+
+class download_links(nodes.Inline, nodes.Element):
+    """Where a page's download links go; filled when the page is written."""
+
+
+def fill_download_links(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    from .notebooks import download_link
+
+    for placeholder in list(doctree.findall(download_links)):
+        if app.builder.name == "html":
+            placeholder.replace_self(download_link(app, docname) + edition_links(app, docname))
+        else:
+            placeholder.parent.remove(placeholder)
+
+
+def edition_links(app: Sphinx, docname: str) -> list[nodes.Node]:
+    """" The whole book: PDF, EPUB." for the editions that exist."""
+    editions = built_editions(app)
+    if not editions:
+        return []
+    language = current_language(app.config)
+    up = "../" * docname.count("/")
+    links: list[nodes.Node] = [nodes.Text(language["sentence_separator"] + message("whole_book"))]
+    for index, path in enumerate(editions):
+        if index:
+            links.append(nodes.Text(language["list_separator"]))
+        label = path.suffix[1:].upper()
+        links.append(nodes.reference(label, label, refuri=f"{up}{OFFLINE}/{path.name}",
+                                     classes=[f"book-{path.suffix[1:]}"]))
+    links.append(nodes.Text(message("full_stop")))
+    return links
+
+
+def title_page_provenance(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Under the book's title in an offline edition: what produced its outputs, and when."""
+    from .execution import device_name, torch_version
+
+    if app.builder.name not in OFFLINE_BUILDERS or docname != app.config.root_doc:
+        return
+    text = message("edition_provenance").format(
+        torch=torch_version(), device=device_name(app.config.book_device),
+        date=datetime.now(UTC).strftime("%Y-%m-%d"))
+    title = next(doctree.findall(nodes.title), None)
+    note = nodes.paragraph(text, text, classes=["book-edition-provenance"])
+    if title is not None:
+        title.parent.insert(title.parent.index(title) + 1, note)
+    else:
+        doctree.insert(0, note)
+
+
+def rewrite_when_editions_change(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """Every page links the editions: when they appear or go, every page is written again."""
+    if app.builder.name != "html":
+        return []
+    now = [path.name for path in built_editions(app)]
+    before, env.book_editions = getattr(env, "book_editions", []), now
+    return sorted(env.found_docs - set(removed)) if now != before else []
+
+
+def epub_page(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """An EPUB page is XHTML that an e-reader styles: none of the web page's head tags
+    (hreflang links, Open Graph and description tags, written as HTML, not XML), and
+    not myst-nb's stylesheet, which it copies only after the EPUB is packed."""
+    if app.builder.name != "epub":
+        return
+    context["metatags"] = ""
+    context["css_files"] = [css for css in context.get("css_files", [])
+                            if not Path(str(getattr(css, "filename", css))).name.startswith("mystnb.")]
+
+
+class ShowHiddenCells(SphinxPostTransform):
+    """Paper cannot unfold a cell: the offline editions show the code and outputs a web
+    page folds away (myst-nb's ``hide-input`` and friends), and an EPUB stays valid
+    (myst-nb's fold puts paragraphs in a ``<summary>``, which XHTML refuses). Runs just
+    before myst-nb's HideInputCells, which folds only cells with a ``hide_mode``."""
+
+    default_priority = 198
+    builders = OFFLINE_BUILDERS
+
+    def run(self, **kwargs) -> None:
+        for node in self.document.findall(nodes.container):
+            if node.get("nb_element") == "cell_code" and node.get("hide_mode"):
+                del node["hide_mode"]
+
+
+def copy_editions_into_site(app: Sphinx, exception) -> None:
+    if exception or app.builder.name != "html":
+        return
+    target = Path(app.outdir) / OFFLINE
+    shutil.rmtree(target, ignore_errors=True)
+    for path in built_editions(app):
+        target.mkdir(exist_ok=True)
+        shutil.copy2(path, target / path.name)
+
+
+def setup(app: Sphinx) -> None:
+    app.add_config_value("book_slug", "book", "env", str)
+    app.add_node(download_links)
+    app.add_post_transform(ShowHiddenCells)
+    app.connect("config-inited", configure_epub)
+    app.connect("doctree-resolved", fill_download_links)
+    app.connect("doctree-resolved", title_page_provenance)
+    app.connect("html-page-context", epub_page, priority=900)
+    app.connect("env-get-outdated", rewrite_when_editions_change)
+    app.connect("build-finished", copy_editions_into_site)

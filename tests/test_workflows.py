@@ -67,7 +67,7 @@ def steps(name: str) -> str:
 
 def test_each_workflow_runs_what_its_name_says():
     assert "bash .ci/run" in steps("test.yml")
-    assert "noxfile.py -s docs" in steps("publish.yml")
+    assert "noxfile.py -s pdf epub docs" in steps("publish.yml")  # editions first: the site links them
     gpu = steps("gpu.yml")
     assert "-s docs -- --device cuda" in gpu and "-s compare" in gpu
     assert "noxfile.py -s newest-torch" in steps("newest-torch.yml")

@@ -167,3 +167,28 @@ def test_every_page_links_the_editions_of_its_language(editions, code):
             assert f'href="offline/cutting-the-graph-{code}.{kind}"' in html, (page, kind)
     assert sorted(p.name for p in (site / "offline").iterdir()) == [
         f"cutting-the-graph-{code}.epub", f"cutting-the-graph-{code}.pdf"]
+
+
+@pytest.mark.book
+def test_the_real_books_editions_build_and_pass_their_checks(book):
+    # Each command checks its own output: bookmarks against the printed headings (PDF),
+    # EPUBCheck (EPUB); here, also every chapter's title in the PDF's text.
+    needs(os.path.exists(chromium_path()), "Chromium")
+    needs(shutil.which("java") is not None, "Java (for EPUBCheck)")
+    for kind in ("pdf", "epub"):
+        run = subprocess.run(
+            [sys.executable, "-m", "book_extensions.tools.editions", kind, "--out", str(book.out),
+             "--cache-root", str(book.cache)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+        assert run.returncode == 0, run.stdout + run.stderr
+    for code in ("en", "zh"):
+        reader = PdfReader(edition(book, code, "pdf"))
+        marks = bookmarks(reader)
+        text = re.sub(r"\s+", "", "".join(page.extract_text() for page in reader.pages))
+        chapters = [re.sub(r"[`*]", "", next(line for line in page.read_text(encoding="utf8").splitlines()
+                                             if line.startswith("# "))[2:].strip())
+                    for page in sorted((ROOT / "docs" / code).glob("*.md"))]  # each page's title
+        assert len(chapters) == 22
+        for title in chapters:
+            assert title in marks, (code, title)
+            assert re.sub(r"\s+", "", title) in text, (code, title)
+        assert "\ufffd" not in text

@@ -52,6 +52,11 @@ def configure_epub(app: Sphinx, config: Config) -> None:
     config.epub_copyright = config.copyright
     # The NCX table of contents repeats the identifier as an XML name: one name for both.
     config.epub_identifier = config.epub_uid = f"{config.book_slug}-{entry['code']}"
+    config.epub_contributor = config.author
+    config.epub_description = message("book_description")
+    config.epub_use_index = False  # the book has no index entries: an empty last page
+    # Sphinx keeps the last build's info as .buildinfo.bak when the settings change.
+    config.epub_exclude_files = [*config.epub_exclude_files, ".buildinfo.bak"]
     config.epub_show_urls = "no"  # a link's address printed after it, in every paragraph: noise
     if not config.version:  # EPUB 3 wants one; the book's is the day it was built
         config.version = datetime.now(UTC).strftime("%Y.%m.%d")
@@ -126,6 +131,23 @@ def epub_page(app: Sphinx, pagename: str, templatename: str, context: dict, doct
                             if not Path(str(getattr(css, "filename", css))).name.startswith("mystnb.")]
 
 
+class OfflineLinks(SphinxPostTransform):
+    """In an offline edition a link to a file of the web site (an example program to
+    download, a figure's full-size image) leads nowhere: its text stays, the link goes."""
+
+    default_priority = 900
+    builders = OFFLINE_BUILDERS
+
+    def run(self, **kwargs) -> None:
+        from sphinx import addnodes
+
+        for node in list(self.document.findall(addnodes.download_reference)):
+            node.replace_self(node.children)
+        for node in list(self.document.findall(nodes.reference)):
+            if node.get("refuri", "").startswith(("_images/", "_downloads/")):
+                node.replace_self(node.children)
+
+
 class ShowHiddenCells(SphinxPostTransform):
     """Paper cannot unfold a cell: the offline editions show the code and outputs a web
     page folds away (myst-nb's ``hide-input`` and friends), and an EPUB stays valid
@@ -139,6 +161,12 @@ class ShowHiddenCells(SphinxPostTransform):
         for node in self.document.findall(nodes.container):
             if node.get("nb_element") == "cell_code" and node.get("hide_mode"):
                 del node["hide_mode"]
+
+
+def offline_builder_settings(app: Sphinx) -> None:
+    if app.builder.name in OFFLINE_BUILDERS:
+        # A scaled figure links its full-size file: a link to the build machine in a PDF.
+        app.config.html_scaled_image_link = False
 
 
 def copy_editions_into_site(app: Sphinx, exception) -> None:
@@ -155,7 +183,9 @@ def setup(app: Sphinx) -> None:
     app.add_config_value("book_slug", "book", "env", str)
     app.add_node(download_links)
     app.add_post_transform(ShowHiddenCells)
+    app.add_post_transform(OfflineLinks)
     app.connect("config-inited", configure_epub)
+    app.connect("builder-inited", offline_builder_settings)
     app.connect("doctree-resolved", fill_download_links)
     app.connect("doctree-resolved", title_page_provenance)
     app.connect("html-page-context", epub_page, priority=900)

@@ -16,6 +16,9 @@ ENGLISH = {
     "open_in_colab": "Open it in Colab",
     "full_stop": ".",
     "whole_book": "The whole book: ",
+    "book_description": ("How PyTorch's .detach(), .detach_(), .data, .clone(), no_grad(), inference_mode() and "
+                         "requires_grad_() cut or keep backpropagation, with every output printed by the torch "
+                         "that built the book."),
     "edition_provenance": "Every output in this edition was printed by torch {torch} on {device}; built on {date}.",
     "switch_label": "Language",
     "search_placeholder": "Search…",

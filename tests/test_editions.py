@@ -192,3 +192,7 @@ def test_the_real_books_editions_build_and_pass_their_checks(book):
             assert title in marks, (code, title)
             assert re.sub(r"\s+", "", title) in text, (code, title)
         assert "\ufffd" not in text
+        uris = [str(annot.get_object()["/A"].get("/URI")) for page in reader.pages for annot in (page.get("/Annots") or [])
+                if "/A" in annot.get_object()]
+        assert not [uri for uri in uris if uri.startswith("file:")], "a link into the build machine"
+        assert "top bar" not in text and "顶栏" not in text  # the web page's language switch

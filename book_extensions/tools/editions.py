@@ -79,6 +79,11 @@ PRINTED_HEADINGS = """[...document.querySelectorAll('h1, h2, h3, h4, h5, h6')]
     .map(heading => heading.innerText.trim())"""
 
 
+# Chromium fills in the page number; the template is styled on its own (no page CSS).
+PAGE_NUMBER = ('<div style="width: 100%; text-align: center; font-size: 8px; color: #555;">'
+               '<span class="pageNumber"></span></div>')
+
+
 class PdfError(Exception):
     pass
 
@@ -97,10 +102,13 @@ def print_pdf(page: Path, path: Path) -> None:
             tab.emulate_media(media="print")
             # book.css styles the printed book under this class (title page, chapter breaks).
             tab.evaluate("document.documentElement.classList.add('book-edition')")
+            # Paper cannot unfold: what other torch releases printed is shown, not folded.
+            tab.evaluate("document.querySelectorAll('details').forEach(fold => { fold.open = true; })")
             headings = tab.evaluate(PRINTED_HEADINGS)
             # tagged + outline: the headings become the PDF's bookmarks.
             tab.pdf(path=str(partial), format="A4", print_background=True, tagged=True, outline=True,
-                    margin={"top": "16mm", "bottom": "16mm", "left": "15mm", "right": "15mm"})
+                    margin={"top": "16mm", "bottom": "18mm", "left": "15mm", "right": "15mm"},
+                    display_header_footer=True, header_template="<span></span>", footer_template=PAGE_NUMBER)
         finally:
             browser.close()
     try:

@@ -26,20 +26,21 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from .languages import current_language
 from .messages import message
+from .tools.editions import KINDS, OFFLINE
+from .tools.editions import file_name as edition_file_name
 
-OFFLINE = "offline"  # in the site: <language>/offline/<file>; in the build: <out>/<device>/offline/<language>/
 OFFLINE_BUILDERS = ("singlehtml", "epub")
-KINDS = ("pdf", "epub")
 
 
 def file_name(config: Config, kind: str) -> str:
-    return f"{config.book_slug}-{current_language(config)['code']}.{kind}"
+    return edition_file_name(config.book_slug, current_language(config)["code"], kind)
 
 
 def built_editions(app: Sphinx) -> list[Path]:
     """The offline editions of this language that the build folder holds now."""
     folder = Path(app.outdir).parent.parent / OFFLINE / current_language(app.config)["code"]
-    return [folder / file_name(app.config, kind) for kind in KINDS if (folder / file_name(app.config, kind)).is_file()]
+    paths = [folder / file_name(app.config, kind) for kind in KINDS]
+    return [path for path in paths if path.is_file()]
 
 
 def configure_epub(app: Sphinx, config: Config) -> None:

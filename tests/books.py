@@ -41,3 +41,15 @@ def build_book(docs: Path, work: Path, builder: str = "html", *options: str,
 
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"  # test artifacts of the browser tests
+
+
+def assert_one_line_config_error(load, path: Path, content: str, cause: str) -> None:
+    """``load`` refuses ``path`` holding ``content`` with one line that names the file and ``cause``."""
+    import pytest
+    from sphinx.errors import ConfigError
+
+    path.write_text(content, encoding="utf8")
+    with pytest.raises(ConfigError) as raised:
+        load(path)
+    message = str(raised.value)
+    assert str(path) in message and cause in message and "\n" not in message

@@ -2,8 +2,7 @@
 page's prose fails the build, naming the page and the line."""
 
 import pytest
-from books import ROOT
-from sphinx.errors import ConfigError
+from books import ROOT, assert_one_line_config_error
 from test_gates import assert_reported
 
 from book_extensions.prose import Term, load_terms, term_variants
@@ -35,12 +34,7 @@ def test_the_build_refuses_a_variant(build_fixture):
     ("title = 'no terms'\n", "missing 'term'"),
 ])
 def test_a_broken_term_list_is_one_line_naming_the_file(tmp_path, content, cause):
-    path = tmp_path / "terms.zh.toml"
-    path.write_text(content, encoding="utf8")
-    with pytest.raises(ConfigError) as raised:
-        load_terms(path)
-    message = str(raised.value)
-    assert str(path) in message and cause in message and "\n" not in message
+    assert_one_line_config_error(load_terms, tmp_path / "terms.zh.toml", content, cause)
 
 
 def test_the_book_uses_its_terms():

@@ -4,8 +4,7 @@ fail the build, naming the page and the line; code, outputs and the English edit
 never checked."""
 
 import pytest
-from books import ROOT
-from sphinx.errors import ConfigError
+from books import ROOT, assert_one_line_config_error
 from test_gates import assert_reported, warnings_of
 
 from book_extensions.typography import CONFIG, read_config
@@ -51,12 +50,7 @@ def test_the_build_refuses_each_break_of_the_rules(build_fixture):
 ])
 def test_a_broken_config_is_one_line_naming_the_file(tmp_path, content, cause):
     # autocorrect itself would ignore all of these and check with its defaults.
-    path = tmp_path / CONFIG
-    path.write_text(content, encoding="utf8")
-    with pytest.raises(ConfigError) as raised:
-        read_config(path)
-    message = str(raised.value)
-    assert str(path) in message and cause in message and "\n" not in message
+    assert_one_line_config_error(read_config, tmp_path / CONFIG, content, cause)
 
 
 def test_the_chinese_sources_pass_autocorrect():

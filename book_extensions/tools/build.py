@@ -26,9 +26,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @cache
+def book_config(confdir: Path = ROOT) -> dict:
+    """conf.py's settings, read once."""
+    return runpy.run_path(str(confdir / "conf.py"))
+
+
 def book_languages(confdir: Path = ROOT) -> list[dict]:
     """The book's languages, as conf.py declares them (the one list everything reads)."""
-    return runpy.run_path(str(confdir / "conf.py"))["book_languages"]
+    return book_config(confdir)["book_languages"]
 
 
 def reference_language(confdir: Path = ROOT) -> str:

@@ -29,7 +29,13 @@ from pathlib import Path
 
 from . import build
 
-OFFLINE = "offline"
+OFFLINE = "offline"  # in the site: <language>/offline/; in the build: <out>/<device>/offline/<language>/
+KINDS = ("pdf", "epub")
+
+
+def file_name(slug: str, code: str, kind: str) -> str:
+    """An edition's file name, in the build and in the site (editions.py links it)."""
+    return f"{slug}-{code}.{kind}"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -49,14 +55,9 @@ def languages_of(args: argparse.Namespace) -> list[dict]:
     return [lang for lang in every if not args.languages or lang["code"] in args.languages]
 
 
-def slug(args: argparse.Namespace) -> str:
-    import runpy
-
-    return runpy.run_path(str(args.confdir / "conf.py")).get("book_slug", "book")
-
-
 def target(args: argparse.Namespace, code: str, kind: str) -> Path:
-    return args.out / args.device / OFFLINE / code / f"{slug(args)}-{code}.{kind}"
+    slug = build.book_config(args.confdir).get("book_slug", "book")
+    return args.out / args.device / OFFLINE / code / file_name(slug, code, kind)
 
 
 def sphinx_build(args: argparse.Namespace, builder: str) -> int:
@@ -205,7 +206,7 @@ def make_epub(args: argparse.Namespace) -> int:
             continue
         path = target(args, code, "epub")
         partial = path.with_name(path.name + ".partial")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, partial)
         replace(partial, path)
         print(f"[{code}] epub: {path} ({path.stat().st_size / 1e6:.1f} MB, passes EPUBCheck)", flush=True)

@@ -1,7 +1,9 @@
 """Frozen and unused parameters under DistributedDataParallel, run for real.
 
 Two processes, started with ``torch.multiprocessing`` and joined by the gloo backend on
-the CPU, train the same small model for a few steps in each of nine setups:
+the CPU, train the same small model for a few steps in each of nine setups. Each rank
+seeds its model with its own rank, so the ranks start from different weights until DDP's
+constructor copies rank 0's weights to the other:
 
 - the first layer frozen *before* the model is wrapped in DDP;
 - the same layer frozen *after* wrapping, with the default ``find_unused_parameters=False``
@@ -14,9 +16,10 @@ the CPU, train the same small model for a few steps in each of nine setups:
 
 A comm hook counts the gradient elements each step all-reduces. Each process sends what
 it saw back to the parent through a queue, and the parent prints one report, the same on
-every run: the first line of any error (wrapped) and the line that names the parameters
+every run: whether the two processes held the same weights before and right after
+wrapping, the first line of any error (wrapped) and the line that names the parameters
 which got no gradient, the elements all-reduced in each step, and whether the two
-processes still hold the same weights.
+processes still hold the same weights at the end.
 """
 
 import os
@@ -53,17 +56,19 @@ class Net(nn.Module):
 def train(rank, freeze="none", unfreeze_at=None, rewrap=False, alternate=False, head=None,
           **ddp_options):
     """Train a fresh Net for STEPS steps; return what this rank saw."""
-    torch.manual_seed(0)  # the same initial weights on both ranks
+    torch.manual_seed(rank)  # different initial weights on each rank
     model = Net()
     if freeze == "before":
         model.body.requires_grad_(False)
+    initial = weights(model)
     reduced = []  # how many gradient elements were all-reduced in each step
 
     def count(state, bucket):
         reduced[-1] += sum(p.numel() for p in bucket.parameters())
         return allreduce_hook(state, bucket)
 
-    ddp = DDP(model, **ddp_options)
+    ddp = DDP(model, **ddp_options)  # broadcasts rank 0's weights to the other ranks
+    wrapped = weights(model)
     ddp.register_comm_hook(None, count)
     if freeze == "after":
         model.body.requires_grad_(False)
@@ -86,11 +91,11 @@ def train(rank, freeze="none", unfreeze_at=None, rewrap=False, alternate=False, 
         except RuntimeError as error:
             lines = str(error).splitlines()
             return {"error": (step, lines[0], [line for line in lines if "Parameter indices" in line]),
-                    "reduced": reduced[:-1], "weights": weights(model)}
+                    "reduced": reduced[:-1], "initial": initial, "wrapped": wrapped, "weights": weights(model)}
         optimizer.step()
     return {"body moved": not torch.equal(body_before, model.body.weight),
             "body grad": model.body.weight.grad is not None,
-            "reduced": reduced, "weights": weights(model)}
+            "reduced": reduced, "initial": initial, "wrapped": wrapped, "weights": weights(model)}
 
 
 def weights(model):
@@ -146,6 +151,8 @@ def report(rows):
     for name in SETUPS:
         row, other = rows[0][name], rows[1][name]
         print(f"{name}:")
+        before, after = (row[key] == other[key] for key in ("initial", "wrapped"))
+        print(f"  same weights on both ranks: before DDP() {before}, right after {after}")
         if "error" in row:
             step, message, indices = row["error"]
             same = other["error"] == (step, message, [line.replace("rank 0", "rank 1") for line in indices])
@@ -156,7 +163,7 @@ def report(rows):
             print(f"  trained {STEPS} steps; body moved: {row['body moved']}; body has a grad: {row['body grad']}")
         print("  gradient elements all-reduced in each step:", " ".join(map(str, row["reduced"])) or "none")
         same = {part: row["weights"][part] == other["weights"][part] for part in ("body", "heads")}
-        print(f"  same weights on both ranks: body {same['body']}, heads {same['heads']}")
+        print(f"  same weights on both ranks at the end: body {same['body']}, heads {same['heads']}")
 
 
 def main():

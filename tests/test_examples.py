@@ -69,25 +69,116 @@ def test_ddp_frozen_reports_what_the_book_says(run_example):
                             "heads in turn, find_unused_parameters=True", "heads in turn, static_graph=True",
                             "head 1 never used, static_graph=True"]
     reduced = "gradient elements all-reduced in each step: "
-    same = "same weights on both ranks: "
-    assert setups["frozen before wrapping"] == ["trained 3 steps; body moved: False; body has a grad: False",
-                                                reduced + "10 10 10", same + "body True, heads True"]
+    same = "same weights on both ranks at the end: "
+    # the ranks seed their models differently, and DDP's constructor copies rank 0's weights
+    for lines in setups.values():
+        assert lines[0] == "same weights on both ranks: before DDP() False, right after True"
+    assert setups["frozen before wrapping"][1:] == ["trained 3 steps; body moved: False; body has a grad: False",
+                                                    reduced + "10 10 10", same + "body True, heads True"]
     # a late freeze, or heads in turn: step 0 all-reduces nothing, its optimizer step applies
     # each rank's own gradients, and the error only comes at step 1
     for name, indices, body in [("frozen after wrapping", "0 1", True), ("heads in turn", "4 5", False)]:
         lines = setups[name]
-        assert lines[0] == "RuntimeError at step 1, the same on both ranks:"
-        assert lines[1].startswith("Expected to have finished reduction in the prior iteration")
+        assert lines[1] == "RuntimeError at step 1, the same on both ranks:"
+        assert lines[2].startswith("Expected to have finished reduction in the prior iteration")
         assert lines[-3:] == [f"Parameter indices which did not receive grad for rank 0: {indices}",
                               reduced + "0", same + f"body {body}, heads False"]
     assert "static_graph" in " ".join(setups["heads in turn, static_graph=True"])
     for name in ["frozen after wrapping, find_unused_parameters=True",
                  "heads in turn, find_unused_parameters=True", "head 1 never used, static_graph=True"]:
-        assert setups[name][1:] == [reduced + "30 30 30", same + "body True, heads True"]
+        assert setups[name][2:] == [reduced + "30 30 30", same + "body True, heads True"]
     # unfrozen after wrapping: never all-reduced, so the body drifts apart; a new DDP fixes it
-    assert setups["unfrozen after wrapping"] == ["trained 3 steps; body moved: True; body has a grad: True",
-                                                 reduced + "10 10 10", same + "body False, heads True"]
-    assert setups["re-wrapped after unfreezing"] == ["trained 3 steps; body moved: True; body has a grad: True",
-                                                     reduced + "10 30 30", same + "body True, heads True"]
+    assert setups["unfrozen after wrapping"][1:] == ["trained 3 steps; body moved: True; body has a grad: True",
+                                                     reduced + "10 10 10", same + "body False, heads True"]
+    assert setups["re-wrapped after unfreezing"][1:] == ["trained 3 steps; body moved: True; body has a grad: True",
+                                                         reduced + "10 30 30", same + "body True, heads True"]
+    # nothing that changes from run to run: no ports, process ids or paths
+    assert "127.0.0.1" not in report and "/" not in report
+
+
+def test_ddp_no_sync_reports_what_the_book_says(run_example):
+    result = run_example("ddp_no_sync.py")
+    assert result.returncode == 0, result.stderr
+    report = result.stdout
+    setups = {}
+    for line in report.splitlines():
+        if not line.startswith(" "):
+            name = line.rstrip(":")
+            setups[name] = []
+        else:
+            setups[name].append(line.strip())
+    reduced = "all-reduces per micro-batch: "
+    same, first, one = "same weights on both ranks: ", "allclose to without no_sync: ", "allclose to one process: "
+    assert setups == {
+        # every backward all-reduces, and gives what one process gets on all the data
+        "without no_sync": [reduced + "1 1 1 1 | 1 1 1 1", same + "True", one + "True"],
+        # no_sync: only the last micro-batch of each step all-reduces, to the same weights
+        "no_sync for all but the last": [reduced + "0 0 0 1 | 0 0 0 1", same + "True", first + "True", one + "True"],
+        # a forward pass outside no_sync has already armed the all-reduce of its backward
+        "no_sync around backward only": [reduced + "1 1 1 1 | 1 1 1 1", same + "True", first + "True", one + "True"],
+        # never leaving no_sync never all-reduces: each rank trains on its own gradients
+        "no_sync for every micro-batch": [reduced + "0 0 0 0 | 0 0 0 0", same + "False", first + "False", one + "False"],
+    }
+    # nothing that changes from run to run: no ports, process ids or paths
+    assert "127.0.0.1" not in report and "/" not in report
+
+
+def test_fsdp_frozen_reports_what_the_book_says(run_example):
+    result = run_example("fsdp_frozen.py")
+    assert result.returncode == 0, result.stderr
+    report = result.stdout
+    setups = {}
+    for line in report.splitlines():
+        if not line.startswith(" "):
+            name = line.rstrip(":")
+            setups[name] = []
+        else:
+            setups[name].append(line.strip())
+    assert list(setups) == ["FSDP2, body sharded apart", "FSDP2, one unit",
+                            "FSDP2, optimizer built before fully_shard", "FSDP1, one unit",
+                            "FSDP1, one unit, use_orig_params=True", "FSDP1, body wrapped apart",
+                            "FSDP1, half the body frozen", "FSDP1, half the body frozen, use_orig_params=True"]
+    header = "name rank 0 rank 1 frozen grad on state on"
+    end = ["after 3 steps: frozen moved False, trainable moved True",
+           "same on both ranks: True; as one process: True"]
+
+    def table(lines):
+        return [" ".join(line.split()) for line in lines]
+
+    # FSDP2: DTensors sharded on dim 0, the same whether the frozen body is a unit of its own
+    # or shares one with the head; no grad and no Adam state for a frozen parameter
+    for name in ["FSDP2, body sharded apart", "FSDP2, one unit"]:
+        assert table(setups[name]) == [
+            "no warnings", "parameters: DTensor; Adam state: DTensor", header,
+            "body.0.weight 4x4 4x4 True - -", "body.0.bias 4 4 True - -",
+            "body.2.weight 4x8 4x8 True - -", "body.2.bias 4 4 True - -",
+            "head.weight 1x8 1x8 False 0 1 0 1", "head.bias 1 1 False 0 1 0 1", *end]
+    # an optimizer built before fully_shard holds the replaced parameters: nothing trains, silently
+    assert table(setups["FSDP2, optimizer built before fully_shard"]) == [
+        "no warnings", "parameters: DTensor; Adam state: none", header,
+        "body.0.weight 4x4 4x4 True - -", "body.0.bias 4 4 True - -",
+        "body.2.weight 4x8 4x8 True - -", "body.2.bias 4 4 True - -",
+        "head.weight 1x8 1x8 False 0 1 -", "head.bias 1 1 False 0 1 -",
+        "after 3 steps: frozen moved False, trainable moved False",
+        "same on both ranks: True; as one process: False"]
+    # FSDP1: one flat parameter per unit, which needs one requires_grad
+    assert setups["FSDP1, one unit"] == [
+        "ValueError: Must flatten tensors with uniform `requires_grad` when", "`use_orig_params=False`"]
+    assert table(setups["FSDP1, one unit, use_orig_params=True"]) == [
+        "no warnings", "parameters: Parameter; Adam state: Tensor", header,
+        "body.0.weight 32 0 True - -", "body.0.bias 8 0 True - -",
+        "body.2.weight 25 39 True - -", "body.2.bias 0 8 True - -",
+        "head.weight 0 16 False 1 1", "head.bias 0 2 False 1 1", *end]
+    assert table(setups["FSDP1, body wrapped apart"]) == [
+        "no warnings", "parameters: Parameter; Adam state: Tensor", header,
+        "_flat_param 9 9 False 0 1 0 1", "body._flat_param 56 56 True - -", *end]
+    error = " ".join(setups["FSDP1, half the body frozen"])
+    assert error.startswith("ValueError: body has both parameters with requires_grad=True and False.")
+    assert "FSDP does not support wrapping such modules when use_orig_params=False." in error
+    lines = setups["FSDP1, half the body frozen, use_orig_params=True"]
+    warning = " ".join(lines[:lines.index("parameters: Parameter; Adam state: Tensor")])
+    assert warning.startswith("UserWarning: body has both parameters with requires_grad=True and False.")
+    assert "(112 numel instead of 72 numel before sharding via reduce-scatter)" in warning
+    assert lines[-2:] == end
     # nothing that changes from run to run: no ports, process ids or paths
     assert "127.0.0.1" not in report and "/" not in report

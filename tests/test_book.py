@@ -67,6 +67,10 @@ ATLAS_MESSAGES = [
     "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior",
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled",
     "grad can be implicitly created only for scalar outputs",
+    "loaded state dict contains a parameter group that doesn't match the size of optimizer's group",
+    "Recomputed values for the following tensors have different metadata than during the forward pass",
+    "unscale_() has already been called on this optimizer since the last update()",
+    "No inf checks were recorded for this optimizer",
 ]
 
 

@@ -71,6 +71,8 @@ ATLAS_MESSAGES = [
     "Recomputed values for the following tensors have different metadata than during the forward pass",
     "unscale_() has already been called on this optimizer since the last update()",
     "No inf checks were recorded for this optimizer",
+    "Function 'SqrtBackward0' returned nan values in its 0th output",
+    "Expected to mark a variable ready only once",
 ]
 
 

@@ -123,6 +123,43 @@ def test_ddp_no_sync_reports_what_the_book_says(run_example):
     assert "127.0.0.1" not in report and "/" not in report
 
 
+def test_fsdp_no_sync_reports_what_the_book_says(run_example):
+    result = run_example("fsdp_no_sync.py")
+    assert result.returncode == 0, result.stderr
+    report = result.stdout
+    lines = report.splitlines()
+    assert lines[0] == "numbers in the model: 49"
+    setups = {}
+    for line in lines[1:]:
+        if not line.startswith(" "):
+            name = line.rstrip(":")
+            setups[name] = []
+        else:
+            setups[name].append(line.strip())
+    reduced, held = "reduce-scatters per micro-batch: ", "gradient numbers held after micro-batch 1: "
+    moved, same = "weights moved: ", "same weights on both ranks: "
+    first, one = "allclose to syncing every one: ", "allclose to one process: "
+    once = reduced + "0 0 0 1 | 0 0 0 1"
+    good = [moved + "True", same + "True", first + "True", one + "True"]
+    assert setups == {
+        # every backward reduce-scatters, and leaves rank 0 only its shard of the gradients
+        "FSDP2, sync every micro-batch": [reduced + "1 1 1 1 | 1 1 1 1", held + "29", moved + "True", same + "True",
+                                          one + "True"],
+        # one reduce-scatter per optimizer step, to the same weights, but the whole gradient is kept meanwhile
+        "FSDP2, sync the last only": [once, held + "49", *good],
+        # never syncing leaves the sharded parameters without a gradient: nothing trains, silently
+        "FSDP2, sync never": [reduced + "0 0 0 0 | 0 0 0 0", held + "49", moved + "False", same + "True",
+                              first + "False", one + "False"],
+        "FSDP1, without no_sync": [reduced + "1 1 1 1 | 1 1 1 1", held + "25", moved + "True", same + "True",
+                                   one + "True"],
+        "FSDP1, no_sync for all but the last": [once, held + "49", *good],
+        # unlike DDP, FSDP1 looks at no_sync() during the backward pass, not the forward pass
+        "FSDP1, no_sync around backward only": [once, held + "49", *good],
+    }
+    # nothing that changes from run to run: no ports, process ids or paths
+    assert "127.0.0.1" not in report and "/" not in report
+
+
 def test_fsdp_frozen_reports_what_the_book_says(run_example):
     result = run_example("fsdp_frozen.py")
     assert result.returncode == 0, result.stderr

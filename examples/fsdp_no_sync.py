@@ -63,8 +63,9 @@ def full_weights(model):
 
 
 def held(model):
-    """How many gradient numbers this rank holds. FSDP keeps gradients that wait for their
-    sync out of sight, so this reads FSDP's internals, whose names change between releases."""
+    """How many gradient numbers this rank holds. FSDP2 keeps gradients that wait for their
+    sync out of sight and FSDP1 in its flat parameter, so this reads FSDP's internals, whose
+    names change between releases."""
     if isinstance(model, FSDP):
         grads = [model._flat_param.grad]
     else:

@@ -14,9 +14,9 @@ in eight setups:
 
 Each process sends back what it saw, and the parent prints one report, the same on every
 run: any error and the warnings raised while wrapping and training (the first line of each
-wrapped), the type of the parameters and of Adam's state, a table with the shape of each
-parameter's shard on each process, whether it is frozen, on which processes it got a
-gradient and Adam keeps state for it, then whether the frozen and the trainable parameters
+wrapped), the type of the parameters and of Adam's state, one line per parameter saying
+whether it is frozen, the shape of its shard on each process, and on which processes it got
+a gradient and Adam keeps state for it, then whether the frozen and the trainable parameters
 moved, and whether the full weights agree between the two processes and with one process
 that trains an unsharded copy on both halves of every batch.
 """
@@ -179,6 +179,13 @@ def show(message, indent="    "):
         print(indent + line)
 
 
+def ranks(found):
+    """Where something was found, in words: on both ranks, on one, or nowhere ("")."""
+    if len(found) == WORLD_SIZE:
+        return "on both ranks"
+    return f"on rank {found[0]}" if found else ""
+
+
 def report(rows):
     for name in SETUPS:
         row, other = rows[0][name], rows[1][name]
@@ -192,14 +199,14 @@ def report(rows):
             print("  no warnings")
         states = {kind for r in (0, 1) for kind in rows[r][name]["state type"]}
         print(f"  parameters: {' '.join(row['type'])}; Adam state: {' '.join(sorted(states)) or 'none'}")
-        width = max(map(len, row["local"]))
-        print(f"    {'name':{width}}  rank 0  rank 1  frozen  grad on  state on")
         for param, local in row["local"].items():
-            on = {key: " ".join(str(r) for r in (0, 1) if rows[r][name][key][param]) or "-"
-                  for key in ("grad", "state")}
-            frozen = not row["requires_grad"][param]
-            print(f"    {param:{width}}  {local:6}  {other['local'][param]:6}  {frozen!s:6}"
-                  f"  {on['grad']:7}  {on['state']}")
+            kind = "trainable" if row["requires_grad"][param] else "frozen"
+            on = {key: ranks([r for r in (0, 1) if rows[r][name][key][param]]) for key in ("grad", "state")}
+            if on["grad"] == on["state"]:
+                kept = f"grad and state {on['grad']}" if on["grad"] else "no grad, no state"
+            else:
+                kept = ", ".join(f"{key} {on[key]}" if on[key] else f"no {key}" for key in ("grad", "state"))
+            print(f"  {param}: {kind}; shards {local}, {other['local'][param]}; {kept}")
         print(f"  after {STEPS} steps: frozen moved {row['moved']['frozen']},"
               f" trainable moved {row['moved']['trainable']}")
         print(f"  same on both ranks: {row['weights'] == other['weights']};"

@@ -175,40 +175,44 @@ def test_fsdp_frozen_reports_what_the_book_says(run_example):
                             "FSDP2, optimizer built before fully_shard", "FSDP1, one unit",
                             "FSDP1, one unit, use_orig_params=True", "FSDP1, body wrapped apart",
                             "FSDP1, half the body frozen", "FSDP1, half the body frozen, use_orig_params=True"]
-    header = "name rank 0 rank 1 frozen grad on state on"
     end = ["after 3 steps: frozen moved False, trainable moved True",
            "same on both ranks: True; as one process: True"]
-
-    def table(lines):
-        return [" ".join(line.split()) for line in lines]
+    # one line per parameter: frozen or not, its shard on rank 0 and rank 1, where it got a
+    # gradient and Adam state
+    body = ["body.0.weight: frozen; shards 4x4, 4x4; no grad, no state",
+            "body.0.bias: frozen; shards 4, 4; no grad, no state",
+            "body.2.weight: frozen; shards 4x8, 4x8; no grad, no state",
+            "body.2.bias: frozen; shards 4, 4; no grad, no state"]
 
     # FSDP2: DTensors sharded on dim 0, the same whether the frozen body is a unit of its own
     # or shares one with the head; no grad and no Adam state for a frozen parameter
     for name in ["FSDP2, body sharded apart", "FSDP2, one unit"]:
-        assert table(setups[name]) == [
-            "no warnings", "parameters: DTensor; Adam state: DTensor", header,
-            "body.0.weight 4x4 4x4 True - -", "body.0.bias 4 4 True - -",
-            "body.2.weight 4x8 4x8 True - -", "body.2.bias 4 4 True - -",
-            "head.weight 1x8 1x8 False 0 1 0 1", "head.bias 1 1 False 0 1 0 1", *end]
+        assert setups[name] == [
+            "no warnings", "parameters: DTensor; Adam state: DTensor", *body,
+            "head.weight: trainable; shards 1x8, 1x8; grad and state on both ranks",
+            "head.bias: trainable; shards 1, 1; grad and state on both ranks", *end]
     # an optimizer built before fully_shard holds the replaced parameters: nothing trains, silently
-    assert table(setups["FSDP2, optimizer built before fully_shard"]) == [
-        "no warnings", "parameters: DTensor; Adam state: none", header,
-        "body.0.weight 4x4 4x4 True - -", "body.0.bias 4 4 True - -",
-        "body.2.weight 4x8 4x8 True - -", "body.2.bias 4 4 True - -",
-        "head.weight 1x8 1x8 False 0 1 -", "head.bias 1 1 False 0 1 -",
+    assert setups["FSDP2, optimizer built before fully_shard"] == [
+        "no warnings", "parameters: DTensor; Adam state: none", *body,
+        "head.weight: trainable; shards 1x8, 1x8; grad on both ranks, no state",
+        "head.bias: trainable; shards 1, 1; grad on both ranks, no state",
         "after 3 steps: frozen moved False, trainable moved False",
         "same on both ranks: True; as one process: False"]
     # FSDP1: one flat parameter per unit, which needs one requires_grad
     assert setups["FSDP1, one unit"] == [
         "ValueError: Must flatten tensors with uniform `requires_grad` when", "`use_orig_params=False`"]
-    assert table(setups["FSDP1, one unit, use_orig_params=True"]) == [
-        "no warnings", "parameters: Parameter; Adam state: Tensor", header,
-        "body.0.weight 32 0 True - -", "body.0.bias 8 0 True - -",
-        "body.2.weight 25 39 True - -", "body.2.bias 0 8 True - -",
-        "head.weight 0 16 False 1 1", "head.bias 0 2 False 1 1", *end]
-    assert table(setups["FSDP1, body wrapped apart"]) == [
-        "no warnings", "parameters: Parameter; Adam state: Tensor", header,
-        "_flat_param 9 9 False 0 1 0 1", "body._flat_param 56 56 True - -", *end]
+    assert setups["FSDP1, one unit, use_orig_params=True"] == [
+        "no warnings", "parameters: Parameter; Adam state: Tensor",
+        "body.0.weight: frozen; shards 32, 0; no grad, no state",
+        "body.0.bias: frozen; shards 8, 0; no grad, no state",
+        "body.2.weight: frozen; shards 25, 39; no grad, no state",
+        "body.2.bias: frozen; shards 0, 8; no grad, no state",
+        "head.weight: trainable; shards 0, 16; grad and state on rank 1",
+        "head.bias: trainable; shards 0, 2; grad and state on rank 1", *end]
+    assert setups["FSDP1, body wrapped apart"] == [
+        "no warnings", "parameters: Parameter; Adam state: Tensor",
+        "_flat_param: trainable; shards 9, 9; grad and state on both ranks",
+        "body._flat_param: frozen; shards 56, 56; no grad, no state", *end]
     error = " ".join(setups["FSDP1, half the body frozen"])
     assert error.startswith("ValueError: body has both parameters with requires_grad=True and False.")
     assert "FSDP does not support wrapping such modules when use_orig_params=False." in error

@@ -52,17 +52,26 @@ def test_four_cuts_shows_a_table_in_jupyter():
     assert shown[0]["text/plain"] == shown[0]["text/markdown"]  # what records compare
 
 
-def test_ddp_frozen_reports_what_the_book_says(run_example):
-    result = run_example("ddp_frozen.py")
+def setups_of(run_example, program: str) -> tuple[str, dict[str, list[str]]]:
+    """Run a multi-process example; its report and, per setup (an unindented line), its lines.
+
+    The report must hold nothing that changes from run to run: no ports, process ids or paths.
+    """
+    result = run_example(program)
     assert result.returncode == 0, result.stderr
     report = result.stdout
-    setups = {}
+    assert "127.0.0.1" not in report and "/" not in report
+    setups: dict[str, list[str]] = {}
     for line in report.splitlines():
         if not line.startswith(" "):
-            name = line.rstrip(":")
-            setups[name] = []
+            setups[line.rstrip(":")] = []
         else:
-            setups[name].append(line.strip())
+            setups[list(setups)[-1]].append(line.strip())
+    return report, setups
+
+
+def test_ddp_frozen_reports_what_the_book_says(run_example):
+    _, setups = setups_of(run_example, "ddp_frozen.py")
     assert list(setups) == ["frozen before wrapping", "frozen after wrapping",
                             "frozen after wrapping, find_unused_parameters=True", "unfrozen after wrapping",
                             "re-wrapped after unfreezing", "heads in turn",
@@ -92,21 +101,10 @@ def test_ddp_frozen_reports_what_the_book_says(run_example):
                                                      reduced + "10 10 10", same + "body False, heads True"]
     assert setups["re-wrapped after unfreezing"][1:] == ["trained 3 steps; body moved: True; body has a grad: True",
                                                          reduced + "10 30 30", same + "body True, heads True"]
-    # nothing that changes from run to run: no ports, process ids or paths
-    assert "127.0.0.1" not in report and "/" not in report
 
 
 def test_ddp_no_sync_reports_what_the_book_says(run_example):
-    result = run_example("ddp_no_sync.py")
-    assert result.returncode == 0, result.stderr
-    report = result.stdout
-    setups = {}
-    for line in report.splitlines():
-        if not line.startswith(" "):
-            name = line.rstrip(":")
-            setups[name] = []
-        else:
-            setups[name].append(line.strip())
+    _, setups = setups_of(run_example, "ddp_no_sync.py")
     reduced = "all-reduces per micro-batch: "
     same, first, one = "same weights on both ranks: ", "allclose to without no_sync: ", "allclose to one process: "
     assert setups == {
@@ -119,23 +117,12 @@ def test_ddp_no_sync_reports_what_the_book_says(run_example):
         # never leaving no_sync never all-reduces: each rank trains on its own gradients
         "no_sync for every micro-batch": [reduced + "0 0 0 0 | 0 0 0 0", same + "False", first + "False", one + "False"],
     }
-    # nothing that changes from run to run: no ports, process ids or paths
-    assert "127.0.0.1" not in report and "/" not in report
 
 
 def test_fsdp_no_sync_reports_what_the_book_says(run_example):
-    result = run_example("fsdp_no_sync.py")
-    assert result.returncode == 0, result.stderr
-    report = result.stdout
-    lines = report.splitlines()
-    assert lines[0] == "numbers in the model: 49"
-    setups = {}
-    for line in lines[1:]:
-        if not line.startswith(" "):
-            name = line.rstrip(":")
-            setups[name] = []
-        else:
-            setups[name].append(line.strip())
+    report, setups = setups_of(run_example, "fsdp_no_sync.py")
+    assert report.startswith("numbers in the model: 49\n")
+    del setups["numbers in the model: 49"]
     reduced, held = "reduce-scatters per micro-batch: ", "gradient numbers held after micro-batch 1: "
     moved, same = "weights moved: ", "same weights on both ranks: "
     first, one = "allclose to syncing every one: ", "allclose to one process: "
@@ -156,21 +143,10 @@ def test_fsdp_no_sync_reports_what_the_book_says(run_example):
         # unlike DDP, FSDP1 looks at no_sync() during the backward pass, not the forward pass
         "FSDP1, no_sync around backward only": [once, held + "49", *good],
     }
-    # nothing that changes from run to run: no ports, process ids or paths
-    assert "127.0.0.1" not in report and "/" not in report
 
 
 def test_fsdp_frozen_reports_what_the_book_says(run_example):
-    result = run_example("fsdp_frozen.py")
-    assert result.returncode == 0, result.stderr
-    report = result.stdout
-    setups = {}
-    for line in report.splitlines():
-        if not line.startswith(" "):
-            name = line.rstrip(":")
-            setups[name] = []
-        else:
-            setups[name].append(line.strip())
+    _, setups = setups_of(run_example, "fsdp_frozen.py")
     assert list(setups) == ["FSDP2, body sharded apart", "FSDP2, one unit",
                             "FSDP2, optimizer built before fully_shard", "FSDP1, one unit",
                             "FSDP1, one unit, use_orig_params=True", "FSDP1, body wrapped apart",
@@ -221,5 +197,3 @@ def test_fsdp_frozen_reports_what_the_book_says(run_example):
     assert warning.startswith("UserWarning: body has both parameters with requires_grad=True and False.")
     assert "(112 numel instead of 72 numel before sharding via reduce-scatter)" in warning
     assert lines[-2:] == end
-    # nothing that changes from run to run: no ports, process ids or paths
-    assert "127.0.0.1" not in report and "/" not in report

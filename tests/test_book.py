@@ -71,6 +71,7 @@ ATLAS_MESSAGES = [
     "Recomputed values for the following tensors have different metadata than during the forward pass",
     "unscale_() has already been called on this optimizer since the last update()",
     "No inf checks were recorded for this optimizer",
+    "would mutate a captured Tensor",
     "Function 'SqrtBackward0' returned nan values in its 0th output",
     "Expected to mark a variable ready only once",
 ]

@@ -115,10 +115,11 @@ def test_no_serious_accessibility_violations(book, page, language):
 
 def test_pages_stay_light(book, browser):
     # Bytes are exact, unlike timings: a budget that catches a returning 1.5 MB script.
+    # The largest page, the Chinese error atlas, loads about 1.2 MB (its own HTML 0.32 MB).
     from book_extensions.tools.weight import measure
 
     rows = measure(book.site(), browser)
     assert len(rows) >= 32
-    heavy = [(name, size) for name, size, _ in rows if size > 1200 * 1024]
+    heavy = [(name, size) for name, size, _ in rows if size > 1400 * 1024]
     assert heavy == []
     assert not (book.site() / "en" / "article.html").read_text(encoding="utf8").count("fontawesome.js")

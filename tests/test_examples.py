@@ -197,3 +197,35 @@ def test_fsdp_frozen_reports_what_the_book_says(run_example):
     assert warning.startswith("UserWarning: body has both parameters with requires_grad=True and False.")
     assert "(112 numel instead of 72 numel before sharding via reduce-scatter)" in warning
     assert lines[-2:] == end
+
+
+def test_fsdp_resume_reports_what_the_book_says(run_example):
+    _, setups = setups_of(run_example, "fsdp_resume.py")
+    # DCP's optimizer state dict is keyed by name and holds no entry for a frozen parameter;
+    # the plain one is positional
+    assert setups["saved after 3 steps, body frozen"] == [
+        "model state dict: 6 tensors, DTensor", "optim state keys: head.weight, head.bias",
+        "entries: exp_avg, exp_avg_sq, step", "group params: 6 names",
+        "body.0.weight, body.0.bias, body.2.weight, body.2.bias,", "head.weight, head.bias",
+        "plain state keys: [4, 5]", "plain group params: [0, 1, 2, 3, 4, 5]", "warnings: none"]
+    made = "made before loading: body step 1; head step 1"
+    assert setups["resumed, body frozen"] == [
+        "made before loading: body none; head step 1", "after loading: body none; head step 3",
+        "after 3 more steps: body none; head step 6", "as uninterrupted: True"]
+    # unfrozen: the fresh optimizer's state dict asks for body entries the checkpoint lacks
+    assert setups["resumed, body unfrozen"] == [
+        made, "CheckpointException, failed ranks [0, 1]:",
+        "RuntimeError: Missing key in checkpoint state_dict:", "optim.state.body.0.weight.step."]
+    # a partial load keeps the state made by get_optimizer_state_dict's zero step
+    assert setups["resumed, body unfrozen, allow_partial_load=True"] == [
+        made, "after loading: body step 1; head step 3", "after 3 more steps: body step 4; head step 6",
+        "as uninterrupted: False"]
+    error = " ".join(setups["resumed, body unfrozen, body entries dropped"][2:])
+    assert setups["resumed, body unfrozen, body entries dropped"][:2] == [made, "raised on both ranks:"]
+    assert error == ("RuntimeError: Missing optimizer state for parameter 'body.0.weight' in checkpoint."
+                     " The parameter requires gradients but has no saved optimizer state."
+                     " To load anyway, use StateDictOptions(strict=False).")
+    # the head's state loaded by name, the body without state, as if unfrozen without a restart
+    assert setups["resumed, body unfrozen, body entries dropped, strict=False"] == [
+        made, "after loading: body none; head step 3", "after 3 more steps: body step 3; head step 6",
+        "as uninterrupted: True"]

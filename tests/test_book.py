@@ -68,7 +68,7 @@ ATLAS_MESSAGES = [
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled",
     "grad can be implicitly created only for scalar outputs",
     "loaded state dict contains a parameter group that doesn't match the size of optimizer's group",
-    "Recomputed values for the following tensors have different metadata than during the forward pass",
+    "Recomputed values for the following tensors",  # the cell wraps the rest of the message
     "unscale_() has already been called on this optimizer since the last update()",
     "No inf checks were recorded for this optimizer",
     "would mutate a captured Tensor",

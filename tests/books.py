@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -11,6 +12,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
 
+
+
+def index_parts(language: str, docs: Path = ROOT / "docs") -> list[list[str]]:
+    """The pages each table of contents on a language's index lists: one list per part."""
+    index = (docs / language / "index.md").read_text(encoding="utf8")
+    return [[line.strip() for line in block.splitlines() if line.strip() and not line.startswith(":")]
+            for block in re.findall(r"```\{toctree\}\n(.*?)```", index, re.S)]
 
 @dataclass
 class Build:

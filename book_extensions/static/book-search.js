@@ -4,10 +4,14 @@
  * single best word. Readers paste whole error messages, which carry their own tensor and
  * layer names that no page has, and ask questions ("how to freeze a layer", "怎么冻结某一层").
  * So this ranks every page that holds most of the query's weight with BM25 (word counts
- * from searchcounts.js, written by book_extensions/search.py), adds weight where a section
- * heading is quoted by the query or names it, and links such a result to that section.
- * Chinese queries are cut into the index's own words; excerpts come from the article, not
- * from the theme's menus. tests/test_browser_search.py holds the readers' queries.
+ * from searchcounts.js, written by book_extensions/search.py), adds weight where the query
+ * quotes a section's heading or the message it quotes (a pasted error), or a heading names
+ * the query. The home page ranks below every chapter unless the query names its title.
+ * Chinese queries are cut into the index's own words, and a word the book does not use is
+ * replaced by the book's (显存 by 内存: the term list's variants and synonyms, also from
+ * searchcounts.js). Each result links to the section that holds the most of the query, with
+ * an excerpt of the article around it (not the theme's menus), and only whole words
+ * highlighted. tests/test_browser_search.py holds the readers' queries.
  */
 "use strict";
 (() => {
@@ -17,7 +21,7 @@
   const B = 0.75;
   const IN_HEADING = 1; // a query word in one of the page's section headings: this much more
   const IN_TITLE = 2; // ... in the page's title
-  const QUOTED = 4; // the query quotes a heading (a pasted error message quotes the atlas's)
+  const QUOTED = 4; // the query quotes a heading, or a message a section quotes (a pasted error)
   const NAMED = 2; // a heading names all the query
   const ENOUGH = 0.8; // "all", for the two above
   const MIN_SHARE = 0.5; // the least share of the query's weight a listed page holds
@@ -40,6 +44,8 @@
   const asking = new Set([...ASKING, ...ASKING.map(stem)]);
 
   const index = () => Search._index;
+  const searchData = () => window.bookSearchCounts || { pages: {} };
+  const synonyms = () => searchData().synonyms || {};
   const has = (table, word) => Object.prototype.hasOwnProperty.call(table, word);
   const docsOf = (entry) => (entry === undefined ? [] : Array.isArray(entry) ? entry : [entry]);
 
@@ -63,13 +69,24 @@
     return words;
   };
 
+  // Words the book does not use replaced by the book's, before cutting: 就地修改 is then
+  // 原地修改, one word of the index, not 原地 + 修改.
+  let readersWords = null;
+  const inBookWords = (run) => {
+    if (!readersWords) {
+      const words = Object.keys(synonyms()).sort((a, b) => b.length - a.length); // longest first
+      readersWords = words.length ? new RegExp(words.join("|"), "gu") : /$^/u;
+    }
+    return run.replace(readersWords, (word) => synonyms()[word]);
+  };
+
   // searchtools' split, then Chinese runs cut into words ("detach和data区别": 4 words).
   window.splitQuery = (query) =>
     query
       .split(NOT_WORD)
       .filter((part) => part)
       .flatMap((part) => part.match(SCRIPT_RUNS))
-      .flatMap((part) => (IS_HAN.test(part) ? cutChinese(part) : [part]));
+      .flatMap((part) => (IS_HAN.test(part) ? cutChinese(inBookWords(part)) : [part]));
 
   const wordsOf = (text) =>
     new Set(
@@ -97,13 +114,24 @@
     return { docs, titled: new Set(titled), idf: partial ? idf / 2 : idf };
   };
 
-  let headingWords = null; // [heading, [[doc, anchor]], Set of its words]
+  // [heading, [[doc, anchor]], Set of its words, only quoted]: each section heading, and
+  // each message a section quotes in inline code (searchcounts.js), as if it were one.
+  let headingWords = null;
   let titleWords = null; // per page, the words of its title
   const headings = () => {
     if (!headingWords) {
-      headingWords = Object.entries(index().alltitles).map(([heading, places]) => [
-        heading, places, wordsOf(heading),
-      ]);
+      const entries = Object.entries(index().alltitles);
+      const headingOf = new Map(entries.flatMap(([heading, places]) =>
+        places.map(([doc, anchor]) => [`${doc}#${anchor}`, heading])));
+      const pages = searchData().pages;
+      const quotes = index().docnames.flatMap((name, doc) =>
+        ((pages[name] || {}).quotes || []).map(([anchor, text]) => [
+          headingOf.get(`${doc}#${anchor}`) || index().titles[doc], [[doc, anchor]], wordsOf(text), true,
+        ]));
+      headingWords = [
+        ...entries.map(([heading, places]) => [heading, places, wordsOf(heading), false]),
+        ...quotes,
+      ];
       titleWords = index().titles.map(wordsOf);
     }
     return headingWords;
@@ -117,7 +145,7 @@
 
   Search._performSearch = (query, searchTerms, excludedTerms) => {
     const { docnames, filenames, titles } = index();
-    const counts = (window.bookSearchCounts || { pages: {} }).pages;
+    const counts = searchData().pages;
     const lengths = docnames.map((name) => (counts[name] || {}).length || 0);
     const average = lengths.reduce((a, b) => a + b, 0) / Math.max(1, lengths.filter((n) => n).length) || 1;
 
@@ -150,7 +178,7 @@
     const queryWords = new Set(weights.keys());
     const idfs = new Map(weights);
     const idf = (word) => (idfs.has(word) ? idfs : idfs.set(word, postings(word).idf)).get(word);
-    for (const [heading, places, words] of headings()) {
+    for (const [heading, places, words, onlyQuoted] of headings()) {
       const all = [...words];
       const headingWeights = new Map(all.map((word) => [word, idf(word)]));
       // A Chinese heading quotes the English message in brackets: each script counts alone.
@@ -162,7 +190,7 @@
         if (quoted >= ENOUGH) bonus = Math.max(bonus, QUOTED * held);
       }
       const [named, held] = share(queryWords, weights, (word) => words.has(word));
-      if (named >= ENOUGH) bonus = Math.max(bonus, NAMED * held);
+      if (named >= ENOUGH && !onlyQuoted) bonus = Math.max(bonus, NAMED * held);
       if (!bonus) continue;
       for (const [doc, anchor] of places) {
         if ((best.get(doc) || { bonus: 0 }).bonus < bonus) best.set(doc, { bonus, heading, anchor });
@@ -170,15 +198,20 @@
     }
 
     const excluded = [...excludedTerms].flatMap((word) => [...postings(word).docs]);
+    // The home page holds a little of every chapter; it outranks none unless asked for.
+    const home = docnames.indexOf(searchData().home);
+    const homeAsked = home > -1 && share(queryWords, weights, (word) => titleWords[home].has(word))[0] >= ENOUGH;
+    const below = new Set();
     const results = [];
     for (const [doc, { score, held }] of scores) {
       const section = best.get(doc);
       const coverage = queryWeight ? held / queryWeight : 0;
       if ((coverage < MIN_SHARE && !section) || excluded.includes(doc)) continue;
       const inSection = section && section.anchor;
+      if (doc === home && !homeAsked) below.add(results.length);
       results.push([
         docnames[doc],
-        inSection ? `${titles[doc]} > ${section.heading}` : titles[doc],
+        inSection && section.heading !== titles[doc] ? `${titles[doc]} > ${section.heading}` : titles[doc],
         inSection ? `#${section.anchor}` : "",
         null,
         (score + (section ? section.bonus : 0)) * coverage,
@@ -187,46 +220,177 @@
       ]);
     }
     // searchtools shows the last one first.
-    return results.sort((a, b) => a[4] - b[4] || (a[1] < b[1] ? 1 : -1));
+    const ranked = results.map((result, at) => [result, below.has(at)]);
+    ranked.sort(([a, aBelow], [b, bBelow]) => bBelow - aBelow || a[4] - b[4] || (a[1] < b[1] ? 1 : -1));
+    return ranked.map(([result]) => result);
   };
 
-  // Excerpts: the article's text (or the section's), not the theme's buttons and menus.
-  Search.htmlToText = (htmlString, anchor) => {
-    const page = new DOMParser().parseFromString(htmlString, "text/html");
+  // ---- Showing the results: Sphinx's list, each result as its section. ----
+
+  // Where the query's words are in a text: whole words whose stem (or the word as typed) is
+  // the query's, and the query's Chinese words wherever they stand, since Chinese has no
+  // spaces. Sphinx highlights substrings ("G[loss]ary" for "loss").
+  const TOKEN = /[\p{Letter}\p{Number}_]+/gu;
+  const stems = new Map();
+  const stemOf = (word) => {
+    if (!stems.has(word)) stems.set(word, stem(word));
+    return stems.get(word);
+  };
+  const matcher = (searchTerms, highlightTerms) => {
+    const wanted = [...searchTerms, ...highlightTerms].filter((word) => !asking.has(word));
+    const latin = new Set(wanted.filter((word) => !IS_HAN.test(word)));
+    const han = [...new Set(wanted.filter((word) => IS_HAN.test(word)))];
+    return (text) => {
+      const hits = []; // [start, end, the query word]
+      for (const token of text.matchAll(TOKEN)) {
+        for (const run of token[0].matchAll(SCRIPT_RUNS)) {
+          const at = token.index + run.index;
+          if (IS_HAN.test(run[0])) {
+            for (const word of han) {
+              for (let i = run[0].indexOf(word); i > -1; i = run[0].indexOf(word, i + 1)) {
+                hits.push([at + i, at + i + word.length, word]);
+              }
+            }
+          } else {
+            const lower = run[0].toLowerCase();
+            const word = latin.has(lower) ? lower : stemOf(lower);
+            if (latin.has(word)) hits.push([at, at + run[0].length, stemOf(lower)]);
+          }
+        }
+      }
+      return hits.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+    };
+  };
+
+  // A text with its hits between from and to as Sphinx's highlighted spans.
+  const marked = (text, hits, from = 0, to = text.length) => {
+    const fragment = document.createDocumentFragment();
+    let at = from;
+    for (const [start, end] of hits) {
+      if (start < at || end > to) continue; // overlapping Chinese words: the first, longest
+      const span = document.createElement("span");
+      span.classList.add("highlighted");
+      span.textContent = text.slice(start, end);
+      fragment.append(text.slice(at, start), span);
+      at = end;
+    }
+    fragment.append(text.slice(at, to));
+    return fragment;
+  };
+
+  // The article's text (not the theme's buttons and menus), whitespace collapsed, and
+  // where each of its sections starts.
+  const articleText = (html) => {
+    const page = new DOMParser().parseFromString(html, "text/html");
     const article = page.querySelector("article.bd-article") || page.querySelector('[role="main"]');
-    if (!article) return "";
+    if (!article) return null;
     article
       .querySelectorAll(".headerlink, script, style, button, nav, .no-search")
       .forEach((element) => element.remove());
-    const section = anchor ? page.getElementById(anchor.slice(1)) : null;
-    const text = (section && article.contains(section) ? section : article).textContent;
-    return text.replace(/\s+/g, " ").trim();
+    let text = "";
+    const starts = []; // [offset, innermost section], in reading order
+    const walker = page.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      let value = node.nodeValue.replace(/\s+/g, " ");
+      if (!text || text.endsWith(" ")) value = value.replace(/^ /, "");
+      if (!value) continue;
+      const section = node.parentElement.closest("section[id]");
+      if (!starts.length || starts.at(-1)[1] !== section) starts.push([text.length, section]);
+      text += value;
+    }
+    return { page, text, starts };
   };
 
-  // The excerpt shows the stretch of text with the most of the query's words.
-  Search.makeSearchSummary = (htmlText, keywords, anchor) => {
-    const text = Search.htmlToText(htmlText, anchor);
-    if (!text) return null;
-    const lower = text.toLowerCase();
-    const words = [...keywords].filter((word) => !asking.has(word)).map((word) => word.toLowerCase());
-    const hits = [];
-    for (const word of words) {
-      for (let at = lower.indexOf(word); at > -1 && hits.length < 2000; at = lower.indexOf(word, at + 1)) {
-        hits.push([at, word]);
-      }
-    }
-    hits.sort((a, b) => a[0] - b[0]);
-    let start = 0;
+  // Where a section's text begins and ends.
+  const extent = ({ text, starts }, section) => {
+    const inside = starts.filter(([, element]) => element && section.contains(element));
+    if (!inside.length) return [0, text.length];
+    const after = starts.find(([at, element]) => at > inside[0][0] && !(element && section.contains(element)));
+    return [inside[0][0], after ? after[0] : text.length];
+  };
+
+  // The stretch of a page (or of the section named by anchor) with the most of the query's
+  // words, the innermost section it starts in, and that section's heading.
+  const bestStretch = (html, anchor, match) => {
+    const found = articleText(html);
+    if (!found) return null;
+    const { page, text, starts } = found;
+    const named = anchor ? page.getElementById(anchor.slice(1)) : null;
+    const within = named ? named.closest("section[id]") || named : null;
+    const [low, high] = within ? extent(found, within) : [0, text.length];
+    const hits = match(text).filter(([at]) => at >= low && at < high);
+    // A window from 40 characters before each hit: the hits in it are hits[left..right).
+    let start = low;
     let most = 0;
-    for (const [at] of hits) {
-      const from = Math.max(0, at - 40);
-      const inside = new Set(hits.filter(([p]) => p >= from && p < from + EXCERPT).map(([, w]) => w));
-      if (inside.size > most) [most, start] = [inside.size, from];
+    const inWindow = new Map(); // word -> hits of it in the window
+    const count = (word, step) => {
+      const n = (inWindow.get(word) || 0) + step;
+      if (n) inWindow.set(word, n);
+      else inWindow.delete(word);
+    };
+    for (let i = 0, left = 0, right = 0; i < hits.length; i++) {
+      const from = Math.max(low, hits[i][0] - 40);
+      for (; right < hits.length && hits[right][0] < from + EXCERPT; right++) count(hits[right][2], 1);
+      for (; hits[left][0] < from; left++) count(hits[left][2], -1);
+      if (inWindow.size > most) [most, start] = [inWindow.size, from];
     }
+    const first = hits.find(([at]) => at >= start);
+    const where = first ? first[0] : start;
+    const section = within && !first ? within : [...starts].reverse().find(([at]) => at <= where)?.[1];
+    // Begin in that section, and at a word: Latin text breaks at spaces (Chinese anywhere).
+    const [sectionStart] = section ? extent(found, section) : [low];
+    start = Math.max(start, sectionStart);
+    const space = text.indexOf(" ", start);
+    if (start > sectionStart && /[A-Za-z0-9_]/.test(text[start - 1]) && space > -1 && space < where) start = space + 1;
+    const heading = section && !section.querySelector(":scope > h1") ? section.querySelector("h1, h2, h3, h4, h5, h6") : null;
+    // End at a word too, and without the space before the "…".
+    let end = Math.min(text.length, start + EXCERPT);
+    const lastSpace = text.lastIndexOf(" ", end);
+    if (end < text.length && /[A-Za-z0-9_]/.test(text[end]) && lastSpace > start + EXCERPT / 2) end = lastSpace;
+    while (end > start && text[end - 1] === " ") end--;
     const summary = document.createElement("p");
     summary.classList.add("context");
-    summary.textContent =
-      (start ? "…" : "") + text.substr(start, EXCERPT).trim() + (start + EXCERPT < text.length ? "…" : "");
-    return summary;
+    const cut = start > 0 && start !== sectionStart; // a section's start is no cut
+    summary.append(cut ? "…" : "", marked(text, hits, start, end), end < text.length ? "…" : "");
+    return {
+      summary,
+      section: section ? section.id : null,
+      heading: heading ? heading.textContent.replace(/\s+/g, " ").trim() : null,
+    };
+  };
+
+  const showResult = ([docName, title, anchor, , score, , kind], match) => {
+    const { LINK_SUFFIX, FILE_SUFFIX } = DOCUMENTATION_OPTIONS;
+    const item = document.createElement("li");
+    item.classList.add(`kind-${kind}`);
+    const link = item.appendChild(document.createElement("a"));
+    link.href = docName + LINK_SUFFIX + anchor;
+    link.dataset.score = score;
+    link.append(marked(title, match(title)));
+    Search.output.appendChild(item);
+    fetch(document.documentElement.dataset.content_root + docName + FILE_SUFFIX)
+      .then((response) => response.text())
+      // A page that cannot be fetched (a site opened from disk) keeps its plain link.
+      .catch(() => null)
+      .then((html) => {
+        const found = html && bestStretch(html, anchor, match);
+        if (!found) return;
+        const pageTitle = index().titles[index().docnames.indexOf(docName)];
+        const shown = found.heading ? `${pageTitle} > ${found.heading}` : pageTitle;
+        if (found.section) link.href = `${docName}${LINK_SUFFIX}#${found.section}`;
+        link.replaceChildren(marked(shown, match(shown)));
+        item.appendChild(found.summary);
+      });
+  };
+
+  // searchtools' query, but each result shown by showResult.
+  Search.query = (query) => {
+    const [searchQuery, searchTerms, excludedTerms, highlightTerms, objectTerms] = Search._parseQuery(query);
+    // sphinx_highlight.js would mark these on the page a result opens, inside words too.
+    localStorage.removeItem("sphinx_highlight_terms");
+    const results = Search._performSearch(searchQuery, searchTerms, excludedTerms, highlightTerms, objectTerms);
+    const match = matcher(searchTerms, highlightTerms);
+    for (const result of [...results].reverse()) showResult(result, match);
+    _finishSearch(results.length);
   };
 })();

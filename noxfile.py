@@ -17,7 +17,7 @@
     nox -s newest-torch  build the book on the newest torch release; fails on what changed
     nox -s serve       live preview of one language that rebuilds on save
     nox -s bench       how long builds take and how many pages each executes
-    nox -s weight      bytes and first paint of every page of the built site, in Chromium
+    nox -s weight      bytes, requests and first paint of every page on a throttled phone, in Chromium
 
 Without nox installed, ``python3 noxfile.py -s docs`` installs it first (see below).
 Every session runs in one shared environment per torch release, ``.toolchain/torch-<release>/``
@@ -182,5 +182,7 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def weight(session: nox.Session) -> None:
-    """Page weight and first contentful paint of the built site (run `docs` first)."""
+    """First-load bytes, requests and first contentful paint of every page of the built site at
+    375 px, on issue 20's phone (150 ms, 1.6 Mbit/s, CPU 4x slower); run `docs` first.
+    `nox -s weight -- --page 'zh/*'` measures some pages, `-- --requests` lists each response."""
     python(session, environment(session), "-m", "book_extensions.tools.weight", *session.posargs)

@@ -23,6 +23,8 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.typography`: a CJK edition's spacing and punctuation (autocorrect-py on its sources,
   and checks on its pages once every link has its text);
 - :mod:`.offline`: the built site loads nothing from other hosts;
+- :mod:`.assets`: the themes' stylesheets cut to the rules the pages can use, and Font
+  Awesome to the icons they show (a lighter first load);
 - :mod:`.records`: what every code cell printed, recorded per device and release, and compared;
 - :mod:`.devices`: the "CPU vs CUDA" page;
 - :mod:`.releases`: records under older torch releases, and what changed between them;
@@ -40,6 +42,7 @@ Where the book leans on another project's internals or copies its files, and why
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions.tools.<tool>`` imports only what it needs.
     from . import (
+        assets,
         devices,
         editions,
         execution,
@@ -56,7 +59,7 @@ def setup(app) -> dict:
         typography,
     )
 
-    for module in (page_state, languages, layout, execution, editions, pages, parity, prose, typography, offline, devices, releases,
+    for module in (page_state, languages, layout, execution, editions, pages, parity, prose, typography, offline, assets, devices, releases,
                    site, provenance):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

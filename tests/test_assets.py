@@ -1,0 +1,125 @@
+"""The themes' stylesheets cut to what the pages use, Font Awesome to the icons they show,
+and a chapter's first load within the budget of issue 20 (book_extensions/assets.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from books import FIXTURES
+
+from book_extensions import assets, upstream
+from book_extensions.tools.weight import first_load, serve
+
+THEME_STATIC = Path(importlib.util.find_spec("pydata_sphinx_theme").origin).parent / "theme" / "pydata_sphinx_theme" / "static"
+
+
+def test_the_scanner_finds_rules_past_strings_comments_and_escapes():
+    css = ('@charset "UTF-8";/* a } comment { */.a{content:"}{;";--x:1}'
+           '@media (min-width:1px){.b\\{c{color:red}.d,.e:not(.f){color:blue}}'
+           "@font-face{font-family:Font Awesome\\ 7 Free;src:url(x.woff2)}")
+    nodes = assets.parse(css)
+    assert [node.prelude for node in nodes] == ['@charset "UTF-8"', ".a", "@media (min-width:1px)", "@font-face"]
+    assert [child.prelude for child in nodes[1].children] == ['content:"}{;"', "--x:1"]
+    assert [child.prelude for child in nodes[2].children] == [".b\\{c", ".d,.e:not(.f)"]
+    # Written back, nothing is lost but the comment.
+    assert assets.serialize(nodes) == css.replace("/* a } comment { */", "").replace("1}", "1;}").replace(
+        "red}", "red;}").replace("blue}", "blue;}").replace("url(x.woff2)}", "url(x.woff2);}")
+
+
+def test_a_selector_needs_its_classes_ids_and_elements_but_not_what_it_only_may_test():
+    assert assets.requirements("html[data-theme=dark] .bd-header a.nav-link:hover::before") == (
+        {"bd-header", "nav-link"}, set(), {"html", "a"})
+    assert assets.requirements("#pst-back-to-top:not(.show) :is(.x, .y) > p") == (set(), {"pst-back-to-top"}, {"p"})
+    assert assets.requirements(".sm\\:flex") == ({"sm:flex"}, set(), set())
+
+
+@pytest.fixture(scope="module")
+def trimmed(tmp_path_factory):
+    """A one-page site with pydata-sphinx-theme's stylesheet and fonts, trimmed."""
+    site = tmp_path_factory.mktemp("site")
+    (site / "_static" / "styles").mkdir(parents=True)
+    shutil.copy(THEME_STATIC / "styles" / "pydata-sphinx-theme.css", site / "_static" / "styles")
+    shutil.copytree(THEME_STATIC / "vendor", site / "_static" / "vendor")
+    shutil.copy(FIXTURES / "assets" / "page.html", site / "page.html")
+    sizes = assets.trim_site(site)
+    return site, sizes, (site / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf8")
+
+
+def rules(css: str, selector: str) -> list[str]:
+    """The kept rules whose selector list holds ``selector`` (exactly, as one item)."""
+    return [node.text() for node in assets.walk(assets.parse(css))
+            if node.children is not None and selector in assets.split_top_level(node.prelude)]
+
+
+def test_the_trimmed_sheet_keeps_what_the_page_needs(trimmed):
+    _, sizes, css = trimmed
+    before, after = sizes["styles/pydata-sphinx-theme.css"]
+    assert after < before / 5
+    assert rules(css, ".bd-header")  # a class on the page
+    assert rules(css, ".admonition>.admonition-title:after")  # its note's icon
+    assert rules(css, "html[data-theme=dark]")  # dark mode's colours
+    assert rules(css, ".tooltip-inner")  # made by bootstrap.js when a button is hovered
+    # The colours of either mode that went are ones no kept rule reads.
+    original = (THEME_STATIC / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf8")
+    read = set(re.findall(r"var\((--[\w-]+)", css))
+    for mode in ("html[data-theme=dark]", "html[data-theme=light]"):
+        dropped = properties(rules(original, mode)) - properties(rules(css, mode))
+        assert dropped and not dropped & read
+        assert "--pst-color-background" in properties(rules(css, mode))
+
+
+def properties(texts: list[str]) -> set[str]:
+    return {name for text in texts for name in re.findall(r"[{;](--[\w-]+):", text)}
+
+
+def test_the_trimmed_sheet_drops_what_no_page_can_use(trimmed):
+    _, _, css = trimmed
+    original = (THEME_STATIC / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf8")
+    for selector in (".carousel-item", ".modal-dialog", ".btn-primary", ".fa-github"):
+        assert rules(original, selector) and not rules(css, selector), selector
+    assert "@keyframes fa-spin" in original and "@keyframes fa-spin" not in css
+    assert "--bs-gradient:" in original and "--bs-gradient:" not in css  # a custom property nothing reads
+
+
+def test_font_awesome_keeps_only_the_icons_shown(trimmed):
+    from fontTools.ttLib import TTFont
+
+    site, _, css = trimmed
+    faces = re.findall(r"@font-face\{[^}]*\}", css)
+    assert len(faces) == 2 and all(".subset.woff2" in face for face in faces)  # solid and regular; no brands
+    solid = TTFont(site / "_static" / "vendor" / "fontawesome" / "webfonts" / "fa-solid-900.subset.woff2")
+    icons = {code for code in solid.getBestCmap() if code >= 0xE000}
+    assert 0xF185 in icons and 0xF002 in icons  # the page's sun and magnifying glass
+    assert 0xF09B not in solid.getBestCmap() and len(icons) < 30
+
+
+def test_a_changed_script_the_keep_list_was_read_from_is_reported():
+    moved = upstream.Workaround("ours.py", "why", "until", read=("sphinx", "themes/basic/static/searchtools.js", "0" * 16))
+    (found,) = upstream.problems([moved])
+    assert found.startswith("ours.py: sphinx/themes/basic/static/searchtools.js changed since it was read")
+
+
+# --- the real book, in Chromium ------------------------------------------------------------
+
+BUDGET = 565 * 1024  # issue 20: a chapter's first load, uncompressed
+
+
+def test_every_page_first_loads_within_the_budget(book, browser):
+    """Bytes are exact, unlike the throttled first paint that `nox -s weight` reports.
+    The search page is the one that has to load the search index."""
+    site = book.site()
+    heavy = []
+    with serve(site) as base:
+        for path in sorted(site.glob("*/*.html")):
+            name = path.relative_to(site).as_posix()
+            if path.name == "search.html":
+                continue
+            load = first_load(browser, f"{base}/{name}", throttle=False)
+            if load.bytes > BUDGET:
+                top = sorted(load.responses.items(), key=lambda item: -item[1])[:3]
+                heavy.append((name, load.bytes // 1024, [(url.rsplit("/", 1)[-1], size // 1024) for url, size in top]))
+    assert heavy == []

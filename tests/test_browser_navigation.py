@@ -1,7 +1,8 @@
 """Finding one's way on every width, in a real browser (Debian's Chromium, Playwright).
 
 The site menu and the page contents open and close from the buttons a reader can see
-(the theme binds them to a hidden button: book.js hands the clicks over); the language
+(the theme binds the first such button of a page, once one of a hidden top bar, which
+the book leaves empty: conf.py's navbar_persistent); the language
 switch is on screen without opening a menu, and it keeps the section being read.
 Screenshots land in _build/screenshots/nav-*.png.
 """

@@ -1,29 +1,41 @@
-// Upstream workaround: the site menu and page contents buttons. pydata-sphinx-theme 0.20
-// (and sphinx-book-theme 1.4, for collapsing the side bar on wide screens) bind their
-// behaviour to the FIRST .primary-toggle / .secondary-toggle of the page, a button of
-// the hidden top navbar, so the visible ones in the article header do nothing
-// (pydata-sphinx-theme#2451, sphinx-book-theme#988). The theme's handlers stop the
-// clicks they handle; a toggle's click that reaches the document was left unhandled,
-// so hand it to the button the theme did bind. Once upstream binds every button, this
-// never runs; remove it then.
-document.addEventListener("click", (event) => {
-  for (const kind of [".primary-toggle", ".secondary-toggle"]) {
-    const clicked = event.target.closest(kind);
-    const bound = document.querySelector(kind);
-    if (clicked && bound && clicked !== bound) {
-      event.preventDefault();
-      bound.click();
-    }
-  }
-});
-
 // A tap on an entry of an open menu (the chapter list or the page contents, dialogs on
 // phones and tablets) goes somewhere: close the menu so the reader sees where it went.
+// The link scrolls to its section first; then the theme's "close" handler, added when
+// the menu opened, focuses the button that opened it, which scrolls the page back to
+// that button and shows its tooltip. A handler added now runs after the theme's: land
+// the reader where a direct link would, and move focus there, which hides the tooltip
+// and lets the keyboard carry on from the section.
+function landOn(hash) {
+  const id = decodeURIComponent(hash.slice(1));
+  const target = id && document.getElementById(id);
+  let heading;
+  if (target) {
+    target.scrollIntoView(); // honours the scroll padding under the sticky header, as a link does
+    heading = target.querySelector(":scope > :is(h1, h2, h3, h4, h5, h6)") || target;
+  } else {
+    window.scrollTo(0, 0); // "#", the chapter list's entry for this page
+    heading = document.querySelector(".bd-article h1");
+  }
+  if (!heading) {
+    return;
+  }
+  if (!heading.hasAttribute("tabindex")) {
+    heading.setAttribute("tabindex", "-1");
+  }
+  heading.focus({ preventScroll: true });
+}
+
 document.addEventListener("click", (event) => {
   const link = event.target.closest("dialog[open] a[href]");
-  if (link) {
-    link.closest("dialog").close();
+  if (!link) {
+    return;
   }
+  const dialog = link.closest("dialog");
+  const here = link.origin === window.location.origin && link.pathname === window.location.pathname;
+  if (here) {
+    dialog.addEventListener("close", () => landOn(link.hash), { once: true });
+  }
+  dialog.close();
 });
 
 // The language switch keeps the reader's place: a section's anchor is the same label

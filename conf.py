@@ -18,8 +18,9 @@ extensions = [
     "book_extensions",
 ]
 
-# The copy button copies a cell's code (or a doctest's input), never its output.
-copybutton_selector = "div.cell_input div.highlight pre, div.doctest div.highlight pre"
+# The copy button copies a cell's code, or a doctest's input lines without their
+# prompts, never an output. Sphinx writes a doctest as div.highlight-pycon (no div.doctest).
+copybutton_selector = "div.cell_input div.highlight pre, div.highlight-pycon div.highlight pre"
 copybutton_prompt_text = r">>> |\.\.\. "
 copybutton_prompt_is_regexp = True
 copybutton_only_copy_prompt_lines = True
@@ -44,6 +45,10 @@ book_base_url = ""
 # its executed notebook on Colab, from the "notebooks" branch the publish workflow pushes.
 book_repository = ""
 
+# The page that compares the CPU and CUDA records; readers see it in the navigation once a
+# CUDA run is recorded (results/cuda.json).
+book_device_page = "cpu-vs-cuda"
+
 language = "en"
 copyright = "2026 {author}"
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
@@ -60,6 +65,9 @@ html_theme = "sphinx_book_theme"
 html_theme_options = {
     "show_toc_level": 2,
     "use_download_button": False,
+    # The top bar's only content would be a second search box beside the side bar's (and,
+    # on a phone, an empty strip): leave it out (book-search.css hides the empty bar).
+    "navbar_persistent": [],
     # The licences and the report/edit links (book_extensions/templates/book-footer.html).
     # The copyright line names the authors, so the theme's "By …" line is left out.
     "footer_content_items": ["copyright.html", "book-footer.html"],

@@ -2,6 +2,9 @@
 
 It compares the recorded CPU and CUDA runs (:mod:`.records`), says which GPU and torch
 produced the CUDA record, and which cells changed since (stale), in the page's language.
+Until a CUDA run is recorded, the page (``book_device_page``) has nothing to show a
+reader: it is left out of the tables of contents, so out of the navigation and the
+offline editions, and stays reachable by its address.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -55,18 +59,42 @@ class DeviceComparison(SphinxDirective):
         return out
 
 
+def cuda_recorded(app: Sphinx) -> bool:
+    return Path(app.confdir, app.config.book_results_dir, "cuda.json").exists()
+
+
+def leave_out_until_recorded(app: Sphinx, doctree: nodes.document) -> None:
+    """No CUDA record yet: the device page leaves every table of contents, as an orphan.
+
+    Runs before Sphinx collects the tables of contents (priority 500)."""
+    page = app.config.book_device_page
+    if not page or cuda_recorded(app):
+        return
+    if app.env.docname == page:
+        app.env.metadata[page]["orphan"] = True
+    for toctree in doctree.findall(addnodes.toctree):
+        toctree["entries"] = [(title, ref) for title, ref in toctree["entries"] if ref != page]
+        toctree["includefiles"] = [ref for ref in toctree["includefiles"] if ref != page]
+
+
 def records_appeared(app: Sphinx, env, added, changed, removed) -> list[str]:
-    """Pages with the comparison, when a record file appeared or went since the last build."""
+    """Pages with the comparison, when a record file appeared or went since the last build;
+    every page when the CUDA record did (the navigation of each lists the device page or not)."""
     results = Path(app.confdir, app.config.book_results_dir)
     present = sorted(p.name for p in results.glob("*.json"))
     before = getattr(env, "book_records_present", None)
     env.book_records_present = present
     if before == present:  # None (not yet saved) counts as changed, as in languages.py
         return []
+    if before is None or ("cuda.json" in before) != ("cuda.json" in present):
+        return sorted(env.found_docs)
     return page_state.computing(env, "device-comparison")
 
 
 def setup(app: Sphinx) -> None:
     app.add_config_value("book_results_dir", "results", "env", str)
+    # The page that compares the devices: out of the navigation until a CUDA run is recorded.
+    app.add_config_value("book_device_page", "", "env", str)
     app.add_directive("device-comparison", DeviceComparison)
+    app.connect("doctree-read", leave_out_until_recorded, priority=400)
     app.connect("env-get-outdated", records_appeared)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import runpy
 import subprocess
 import sys
@@ -117,8 +118,12 @@ def changes(old: dict, new: dict, digests: dict[str, list[str]] | None = None) -
     return records.compare(old, new, digests, rules_for(records.release_of(old), records.release_of(new)))
 
 
-def excerpt(first: str, second: str, context: int = 3) -> tuple[str, str]:
-    """The words in which two lines differ, each change with a few words around it.
+Marked = list[tuple[str, bool]]  # a text in pieces, each marked changed or not
+
+
+def marked_excerpt(first: str, second: str, context: int = 3) -> tuple[Marked, Marked]:
+    """The words in which two lines differ, each change with a few words around it,
+    the changed words marked.
 
     Error messages run to a hundred words; a change is usually two of them.
     """
@@ -127,9 +132,9 @@ def excerpt(first: str, second: str, context: int = 3) -> tuple[str, str]:
     a, b = first.split(" "), second.split(" ")
     changed = [op for op in SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
     if not changed:
-        return first, second
+        return [(first, False)], [(second, False)]
 
-    def cut(words: list[str], spans: list[tuple[int, int]]) -> str:
+    def cut(words: list[str], spans: list[tuple[int, int]]) -> Marked:
         keep: list[tuple[int, int]] = []
         for low, high in spans:
             low, high = max(0, low - context), min(len(words), high + context)
@@ -137,12 +142,52 @@ def excerpt(first: str, second: str, context: int = 3) -> tuple[str, str]:
                 keep[-1] = (keep[-1][0], max(high, keep[-1][1]))
             else:
                 keep.append((low, high))
-        parts = [" ".join(words[low:high]) for low, high in keep]
-        return (("… " if keep[0][0] else "") + " … ".join(parts)
-                + (" …" if keep[-1][1] < len(words) else ""))
+        out: Marked = [("… ", False)] if keep[0][0] else []
+        for number, (low, high) in enumerate(keep):
+            if number:
+                out.append((" … ", False))
+            for i in range(low, high):
+                out += [(" ", False)] if i > low else []
+                out.append((words[i], any(start <= i < end for start, end in spans)))
+        if keep[-1][1] < len(words):
+            out.append((" …", False))
+        return merged(out)
 
     return (cut(a, [(i1, i2) for _, i1, i2, _, _ in changed]),
             cut(b, [(j1, j2) for _, _, _, j1, j2 in changed]))
+
+
+def excerpt(first: str, second: str, context: int = 3) -> tuple[str, str]:
+    """:func:`marked_excerpt` as plain text."""
+    return tuple("".join(text for text, _ in side) for side in marked_excerpt(first, second, context))
+
+
+def marked_words(text: str, other: str) -> Marked:
+    """``text`` whole, with the words it does not share with ``other`` marked: what another
+    release printed, against what this one prints."""
+    from difflib import SequenceMatcher
+
+    tokens, others = re.findall(r"\s+|\S+", text), re.findall(r"\s+|\S+", other)
+    out: Marked = []
+    for tag, i1, i2, _, _ in SequenceMatcher(None, tokens, others, autojunk=False).get_opcodes():
+        out += [(token, tag != "equal" and not token.isspace()) for token in tokens[i1:i2]]
+    return merged(out)
+
+
+def merged(pieces: Marked) -> Marked:
+    """Neighbouring pieces with the same mark as one; the spaces between two changed words
+    belong to the change."""
+    out: Marked = []
+    for number, (text, changed) in enumerate(pieces):
+        if not text:
+            continue
+        if text.isspace() and out and out[-1][1] and any(c for t, c in pieces[number + 1:number + 2]):
+            changed = True
+        if out and out[-1][1] == changed:
+            out[-1] = (out[-1][0] + text, changed)
+        else:
+            out.append((text, changed))
+    return out
 
 
 def cell_outputs(cell) -> list[str]:
@@ -254,6 +299,44 @@ class release_summary(nodes.General, nodes.TextElement):
     """The line that says which release printed it: the fold's ``<summary>``."""
 
 
+class changed_words(nodes.Inline, nodes.TextElement):
+    """Words that another release printed differently: ``<del>`` in the older release's
+    column of the page of changes, ``<ins>`` in the newer one's, ``<mark>`` in a fold."""
+
+
+CHANGED_TAGS = {"old": "del", "new": "ins", "other": "mark"}
+
+
+def _html_changed(self, node):
+    self.body.append(f'<{CHANGED_TAGS[node["side"]]} class="book-changed">')
+
+
+def _end_changed(self, node):
+    self.body.append(f'</{CHANGED_TAGS[node["side"]]}>')
+
+
+def _nothing(self, node):
+    pass
+
+
+def marked_nodes(pieces: Marked, side: str) -> list[nodes.Node]:
+    return [changed_words(text, text, side=side) if changed else nodes.Text(text) for text, changed in pieces]
+
+
+def marked_block(pieces: Marked) -> nodes.literal_block:
+    """What another release printed, its changed words marked (a parsed literal: Sphinx
+    highlights a block only while its text is its source)."""
+    text = "".join(text for text, _ in pieces)
+    if not any(changed for _, changed in pieces):
+        return nodes.literal_block(text, text, language="none")
+    return nodes.literal_block("", "", *marked_nodes(pieces, "other"), language="none")
+
+
+def as_text(outputs: list[str]) -> str:
+    """A cell's outputs as one block of text, as the page shows them."""
+    return "".join(o if o.endswith("\n") else o + "\n" for o in outputs).rstrip("\n")
+
+
 class cell_reference(nodes.General, nodes.TextElement):
     """A link to code cell ``cell`` of ``page``, resolved once the builder knows its URIs."""
 
@@ -340,12 +423,14 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
             if records.compare_outputs(old["outputs"], outputs, False, rules_for(release, current)) is None:
                 continue
             differing[release].append(number)
-            text = "".join(o if o.endswith("\n") else o + "\n" for o in old["outputs"]).rstrip("\n")
-            printed.setdefault(text, []).append(release)
+            printed.setdefault(as_text(old["outputs"]), []).append(release)
         for text, which in printed.items():
             summary = message("release_printed").format(release=join(app.config, which))
-            container += release_output("", release_summary(summary, summary),
-                                        nodes.literal_block(text, text, language="none"))
+            # A release that printed nothing there says so, instead of an empty box.
+            shown = (marked_block(marked_words(text, as_text(outputs))) if text.strip()
+                     else nodes.paragraph("", "", nodes.inline("", message("releases_nothing"),
+                                                               classes=["book-nothing"])))
+            container += release_output("", release_summary(summary, summary), shown)
     if not others:
         return []
     # Releases that differ in the same cells say so in one sentence.
@@ -413,9 +498,10 @@ class TorchReleases(SphinxDirective):
                     where = cell_reference("", "", page=d.page, cell=d.cell,
                                            link=self._still_current(by_release[new], digests, d))
                     # "(nothing)" is muted, not italic: a slanted CJK font reads badly.
-                    shown = [nodes.literal(text, text) if text.strip()
+                    shown = [nodes.literal("", "", *marked_nodes(pieces, side))
+                             if "".join(text for text, _ in pieces).strip()
                              else nodes.inline("", say("releases_nothing"), classes=["book-nothing"])
-                             for text in excerpt(d.first, d.second)]
+                             for pieces, side in zip(marked_excerpt(d.first, d.second), ("old", "new"))]
                     table_rows.append([where, *shown])
                 section += table(header, table_rows, classes=["book-releases"])
             out.append(section)
@@ -462,5 +548,7 @@ def setup(app: Sphinx) -> None:
     app.add_node(release_summary, html=(_html_summary, None),
                  **{builder: (_as_paragraph, _end_paragraph) for builder in others})
     app.add_node(cell_reference, html=(_as_paragraph, _end_paragraph))
+    app.add_node(changed_words, html=(_html_changed, _end_changed),
+                 **{builder: (_nothing, _nothing) for builder in others})
     app.connect("doctree-resolved", resolve_cell_references)
     app.connect("env-get-outdated", records_changed)

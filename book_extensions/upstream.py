@@ -25,6 +25,7 @@ class Workaround:
     until: str  # when it can go
     internal: str = ""  # "module:attribute.attribute" that is not public API
     copied: tuple[str, str, str] = ()  # (package, file inside it, sha256 prefix of the copied version)
+    read: tuple[str, str, str] = ()  # (package, file, sha256 prefix) of a file whose contents we rely on
 
 
 WORKAROUNDS = [
@@ -98,13 +99,6 @@ WORKAROUNDS = [
         internal="sphinx.search.zh:SearchChinese",
     ),
     Workaround(
-        "book_extensions/static/book.js",
-        "the visible site-menu and page-contents buttons do nothing below 992 px: the theme binds the "
-        "first such button, a hidden one (pydata-sphinx-theme#2451, sphinx-book-theme#988); the script "
-        "hands the clicks on",
-        "both issues are fixed; tests/test_browser_navigation.py shows whether the theme still needs it",
-    ),
-    Workaround(
         "book_extensions/templates/sbt-sidebar-nav.html",
         "the sidebar's aria-label made translatable",
         "sphinx-book-theme translates it",
@@ -137,6 +131,62 @@ WORKAROUNDS = [
         "as above",
         copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
     ),
+    Workaround(
+        "book_extensions/templates/layout.html",
+        "its extrahead block repeats pydata-sphinx-theme's without the search scripts and the search "
+        "index, which the theme loads on every page for search-as-you-type (off in the book)",
+        "pydata-sphinx-theme loads them only where search-as-you-type is on",
+        copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
+    ),
+    Workaround(
+        "book_extensions/layout.py",
+        "every HTML code block goes through Sphinx's own visit_literal_block/depart_literal_block, "
+        "then the printed text it wrote gets break opportunities (<wbr>) between its tokens",
+        "never: Sphinx has no hook between highlighting a block and writing it",
+        internal="sphinx.writers.html5:HTML5Translator.visit_literal_block",
+    ),
+    Workaround(
+        "book_extensions/static/book-search.js",
+        "replaces searchtools' Search.query and _performSearch, calls its _parseQuery and _finishSearch, "
+        "and clears the sphinx_highlight_terms it stores, to rank with BM25, link each result to its "
+        "section and highlight whole words",
+        "never: Sphinx's search offers no hook for ranking or excerpts",
+        read=("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d"),
+    ),
+    Workaround(
+        "book_extensions/static/book.js",
+        "a tap on an entry of the page-contents or chapter-list dialog lands where a direct link "
+        "lands: the theme's close handler (added when the dialog opens) focuses the button that "
+        "opened it, which scrolls the page back and leaves its tooltip shown",
+        "the theme stops focusing the button after a link in the dialog is followed; "
+        "tests/test_browser_reading.py shows when",
+        read=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js",
+              "73b151b7df2d9239"),
+    ),
+    Workaround(
+        "book_extensions/assets.py",
+        "myst-nb copies its stylesheet at build-finished without overwriting a changed copy, so the "
+        "trimmed copy of the last build is removed when a build starts",
+        "myst-nb copies its stylesheet as Sphinx copies the themes' (force=True)",
+        internal="myst_nb.sphinx_ext:add_global_html_resources",
+    ),
+    *(Workaround(
+        "book_extensions/assets.py",
+        f"RUNTIME_CLASSES lists the classes {name} adds at run time, which no built page holds: "
+        "the stylesheets keep their rules",
+        "never: a script that changes may add other classes",
+        read=(package, path, sha),
+    ) for name, package, path, sha in (
+        ("bootstrap.js", "pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/bootstrap.js",
+         "75d931f3e2c5dff5"),
+        ("pydata-sphinx-theme.js", "pydata_sphinx_theme",
+         "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js", "73b151b7df2d9239"),
+        ("sphinx-book-theme.js", "sphinx_book_theme", "theme/sphinx_book_theme/static/scripts/sphinx-book-theme.js",
+         "20f5c4379fa2fa1a"),
+        ("copybutton.js", "sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
+        ("sphinx_highlight.js", "sphinx", "themes/basic/static/sphinx_highlight.js", "c551409f6bae30d6"),
+        ("searchtools.js", "sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d"),
+    )),
 ]
 
 
@@ -175,6 +225,17 @@ def problems(workarounds: list[Workaround] = WORKAROUNDS) -> list[str]:
             if now != copied:
                 found.append(f"{item.where}: {package}/{path} changed since it was copied "
                              f"(sha256 {copied}…, now {now}…): merge the change into our copy, "
+                             "then update the digest in book_extensions/upstream.py")
+        if item.read:
+            package, path, read = item.read
+            try:
+                now = digest(package, path)
+            except (FileNotFoundError, OSError) as error:
+                found.append(f"{item.where}: {package}/{path} cannot be read ({error})")
+                continue
+            if now != read:
+                found.append(f"{item.where}: {package}/{path} changed since it was read "
+                             f"(sha256 {read}…, now {now}…): {item.why}; check that, "
                              "then update the digest in book_extensions/upstream.py")
     return found
 

@@ -15,9 +15,16 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def index_parts(language: str, docs: Path = ROOT / "docs") -> list[list[str]]:
-    """The pages each table of contents on a language's index lists: one list per part."""
+    """The pages each table of contents on a language's index lists: one list per part.
+
+    Without a CUDA record the book's device page is left out (book_extensions/devices.py)."""
+    import runpy
+
     index = (docs / language / "index.md").read_text(encoding="utf8")
-    return [[line.strip() for line in block.splitlines() if line.strip() and not line.startswith(":")]
+    hidden = set() if (ROOT / "results" / "cuda.json").exists() else {
+        runpy.run_path(str(ROOT / "conf.py"))["book_device_page"]}
+    return [[line.strip() for line in block.splitlines()
+             if line.strip() and not line.startswith(":") and line.strip() not in hidden]
             for block in re.findall(r"```\{toctree\}\n(.*?)```", index, re.S)]
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from books import FIXTURES, ROOT, Build, build_book
@@ -46,7 +47,9 @@ def book(tmp_path_factory):
     """The real book, both languages, built once per test run."""
     work = tmp_path_factory.mktemp("book")
     # The book's own cache, as `nox -s docs` uses it: `nox -s doctest` then runs warm.
-    build = build_book(ROOT / "docs", work, cache=ROOT / ".jupyter_cache")
+    # BOOK_TEST_CACHE names another (a copy), so that two test runs need not wait on its lock.
+    cache = Path(os.environ.get("BOOK_TEST_CACHE") or ROOT / ".jupyter_cache")
+    build = build_book(ROOT / "docs", work, cache=cache)
     assert build.returncode == 0, build.output
     return build
 

@@ -101,3 +101,21 @@ def test_a_cuda_record_is_held_against_the_cpu_record_of_its_own_release(tmp_pat
 def test_outputs_that_differ_only_in_blank_lines_are_reported_not_crashed_on():
     [found] = differences(["x\n"], ["x\n\n\n"], cuda_torch="2.13.0+cu130")
     assert found.kind == "behaviour"
+
+
+@pytest.mark.parametrize("cuda_run", [False, True])
+def test_the_device_page_is_in_the_navigation_once_a_cuda_run_is_recorded(build_fixture, tmp_path, cuda_run):
+    results = tmp_path / "results"
+    results.mkdir()
+    digest = records.source_digest("print(True)")
+    (results / "cpu.json").write_text(json.dumps(record(devices=[(digest, ["True\n"])])))
+    if cuda_run:
+        (results / "cuda.json").write_text(json.dumps(record(torch="2.13.0+cu130", devices=[(digest, ["True\n"])])))
+    build = build_fixture("device_navigation", "html", sphinx=(
+        "-D", f"book_results_dir={results}", "-D", "book_device_page=devices"))
+    # Left out, the page is an orphan: no "not included in any toctree" warning fails the build.
+    assert build.returncode == 0, build.output
+    for language in ("en", "zh"):
+        index = (build.site() / language / "index.html").read_text(encoding="utf8")
+        assert ('href="devices.html"' in index) == cuda_run, language
+        assert (build.site() / language / "devices.html").exists()  # still built, reachable by its address

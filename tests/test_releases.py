@@ -120,7 +120,9 @@ def test_an_older_release_that_printed_something_else_is_shown_under_the_cell(tm
         assert "book-release-output" not in cells[1]  # the same output: no note
         assert '<details class="book-release-output">' in cells[2]
         assert f"<summary>{printed}</summary>" in cells[2]
-        assert "what an old release printed" in cells[2]
+        assert "what an old release printed" in re.sub(r"<[^>]+>", "", cells[2])
+        # The words that differ from what the current release prints are marked.
+        assert re.findall(r'<mark class="book-changed">([^<]*)</mark>', cells[2]) == ["an old", "printed"]
         assert differ in page  # the provenance line says so
         # The page of changes links the changed cell.
         changes = re.sub(r"<[^>]+>", "", page.split("book-releases")[-1])
@@ -164,6 +166,20 @@ def test_the_page_of_changes_shows_the_words_that_changed():
     assert releases.excerpt(old + hint, new + hint.replace("(True)", "(True, check_nan=False)")) == (
         "… output 0 of SigmoidBackward0, is at version … six seven with torch.autograd.set_detect_anomaly(True).",
         "… output 0 of Sigmoid, is at version … six seven with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def test_the_changed_words_are_marked_word_by_word():
+    old = "a tensor with no informations. Read the notes"
+    new = "a tensor with no information. Read the notes"
+    assert releases.marked_excerpt(old, new) == (
+        [("… tensor with no ", False), ("informations.", True), (" Read the notes", False)],
+        [("… tensor with no ", False), ("information.", True), (" Read the notes", False)])
+    # Two changed words side by side are one change, with the space between them.
+    assert releases.marked_excerpt("x a b y", "x c d y")[1] == [("x ", False), ("c d", True), (" y", False)]
+    # A fold shows a whole output: lines and indentation kept, only changed words marked.
+    assert releases.marked_words("True\n  tensor([1., 2.])", "True\n  tensor([1., 3.])") == [
+        ("True\n  tensor([1., ", False), ("2.])", True)]
+    assert releases.marked_words("same", "same") == [("same", False)]
 
 
 def test_comparing_two_named_releases_fails_on_any_change(tmp_path):

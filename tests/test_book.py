@@ -110,7 +110,7 @@ def test_the_glossary_shows_the_term_list_in_both_languages(book):
         page = BeautifulSoup((book.site() / language / "glossary.html").read_text(encoding="utf8"), "html.parser")
         for label in page.select(".book-cell-label"):  # the column's name, shown on a phone's cards
             label.decompose()
-        rows = [[cell.get_text() for cell in row.find_all("td")] for row in page.select("table.book-term-list tbody tr")]
+        rows = [[cell.get_text().strip() for cell in row.find_all("td")] for row in page.select("table.book-term-list tbody tr")]
         assert [row[0] for row in rows] == [term.use for term in terms], language
         assert all(variant in row[2] for row, term in zip(rows, terms) for variant in term.variants)
 

@@ -181,7 +181,7 @@ def merged(pieces: Marked) -> Marked:
     for number, (text, changed) in enumerate(pieces):
         if not text:
             continue
-        if text.isspace() and out and out[-1][1] and any(c for t, c in pieces[number + 1:number + 2]):
+        if text.isspace() and out and out[-1][1] and number + 1 < len(pieces) and pieces[number + 1][1]:
             changed = True
         if out and out[-1][1] == changed:
             out[-1] = (out[-1][0] + text, changed)

@@ -215,27 +215,20 @@ def problems(workarounds: list[Workaround] = WORKAROUNDS) -> list[str]:
                 resolve(item.internal)
             except (ImportError, AttributeError) as error:
                 found.append(f"{item.where}: {item.internal} is gone ({error}); {item.why}")
-        if item.copied:
-            package, path, copied = item.copied
+        # A copied file is merged again; a read one is checked against what we rely on.
+        for pinned, verb, then in ((item.copied, "copied", "merge the change into our copy"),
+                                   (item.read, "read", f"{item.why}; check that")):
+            if not pinned:
+                continue
+            package, path, sha = pinned
             try:
                 now = digest(package, path)
             except (FileNotFoundError, OSError) as error:
                 found.append(f"{item.where}: {package}/{path} cannot be read ({error})")
                 continue
-            if now != copied:
-                found.append(f"{item.where}: {package}/{path} changed since it was copied "
-                             f"(sha256 {copied}…, now {now}…): merge the change into our copy, "
-                             "then update the digest in book_extensions/upstream.py")
-        if item.read:
-            package, path, read = item.read
-            try:
-                now = digest(package, path)
-            except (FileNotFoundError, OSError) as error:
-                found.append(f"{item.where}: {package}/{path} cannot be read ({error})")
-                continue
-            if now != read:
-                found.append(f"{item.where}: {package}/{path} changed since it was read "
-                             f"(sha256 {read}…, now {now}…): {item.why}; check that, "
+            if now != sha:
+                found.append(f"{item.where}: {package}/{path} changed since it was {verb} "
+                             f"(sha256 {sha}…, now {now}…): {then}, "
                              "then update the digest in book_extensions/upstream.py")
     return found
 

@@ -1,13 +1,13 @@
 """One book, several languages: per-language settings and the links between them.
 
-``book_languages`` in conf.py declares the languages; each is built separately
-from ``docs/<code>/`` into ``<site>/<code>/``. This module
+``book_languages`` in conf.py declares the languages (checked by :mod:`.config`); each is
+built separately from ``docs/<code>/`` into ``<site>/<code>/``. This module
 
 - applies what depends on the language (project name, search, myst-nb prompts,
   the html ``lang`` attribute);
 - gives every page ``<link rel="alternate" hreflang>`` for each language plus
-  ``x-default``, and a visible switch to the same page in the other languages (in
-  the side bar and in the top bar);
+  ``x-default`` (addresses percent-encoded), and a visible switch to the same page in
+  the other languages (in the side bar and in the top bar);
 - compiles the book's catalogs (its own strings and the theme's gaps) for Sphinx.
 
 The site's root page, which sends visitors to the language their browser prefers,
@@ -19,6 +19,7 @@ from __future__ import annotations
 import gettext
 from html import escape
 from pathlib import Path
+from urllib.parse import quote
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
@@ -90,7 +91,7 @@ def alternates(app: Sphinx, pagename: str) -> list[dict]:
         other_src = srcdir.parent / entry["code"]
         if not generated and not page_exists(other_src, pagename, config.source_suffix):
             continue  # the parity check reports it
-        path = f"{entry['code']}/{pagename}.html"
+        path = quote(f"{entry['code']}/{pagename}.html")  # page names may hold spaces, or be Chinese
         result.append({
             **entry,
             "href": f"{base}/{path}" if base else to_root + path,
@@ -180,8 +181,6 @@ def setup(app: Sphinx) -> None:
     prefer_book_catalog(app, catalogs)  # for the strings Sphinx's Python code translates
     app.add_message_catalog(messages.CATALOG, str(catalogs))  # the book's own strings
     search.setup(app)  # the search language, ranking and search box: search.py
-    app.add_config_value("book_languages", [], "env", list)
-    app.add_config_value("book_base_url", "", "html", str)
     app.connect("config-inited", configure_language)
     app.connect("html-page-context", add_language_links)
     app.connect("env-get-outdated", rewrite_when_other_languages_change)

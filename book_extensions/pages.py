@@ -1,6 +1,7 @@
 """What a page's source must be, each checked before or as the page is read.
 
-- UTF-8 (else Sphinx stops the whole build without naming the file);
+- UTF-8 (else Sphinx stops the whole build without naming the file), without a byte-order
+  mark (which Sphinx skips, but the book's other readers of a page would not);
 - a MyST notebook whose front matter is valid YAML;
 - code cells in Python (pages run in a Python kernel);
 - no execution settings of its own (one timeout and one error policy for the book);
@@ -10,6 +11,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 from pathlib import Path
 
@@ -87,9 +89,17 @@ def refuse_page_execution_settings(app: Sphinx, docname: str, source: list[str])
 
 
 def refuse_undecodable_pages(app: Sphinx, env, docnames: list[str]) -> None:
-    """A page that is not UTF-8 is reported and left unread; Sphinx would stop the whole build."""
+    """A page that is not UTF-8 is reported and left unread; Sphinx would stop the whole build.
+
+    One that starts with a byte-order mark is read (Sphinx and myst-nb skip the mark) and
+    refused: the book's other readers of a page (parity, records, typography) take the mark
+    as text, so they would see no front matter, or a page that differs from its twin.
+    """
     for docname in list(docnames):
         data = Path(env.doc2path(docname)).read_bytes()
+        if data.startswith(codecs.BOM_UTF8):
+            logger.warning("starts with a byte-order mark: save the page as UTF-8 without BOM",
+                           location=(docname, 1), type="book", subtype="encoding")
         try:
             data.decode("utf8")
         except UnicodeDecodeError as error:
@@ -104,7 +114,8 @@ def refuse_undecodable_pages(app: Sphinx, env, docnames: list[str]) -> None:
 def refuse_other_formats(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     source = Path(env.doc2path(env.docname))
-    if source.suffix != ".md" or is_myst_markdown_notebook(source.read_text(encoding="utf8")):
+    # As Sphinx read it: without a byte-order mark (refused above, once).
+    if source.suffix != ".md" or is_myst_markdown_notebook(source.read_text(encoding="utf-8-sig")):
         return
     page_state.of(env).problems = 1
     if env.docname in bad_front_matter:

@@ -179,7 +179,7 @@ def setup(app: Sphinx) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from .tools.build import book_languages
+    from .config import book_languages
 
     docs = Path(argv[0]) if argv else Path("docs")
     languages = [lang["code"] for lang in book_languages()]

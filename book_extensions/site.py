@@ -70,7 +70,7 @@ def add_footer(app: Sphinx, pagename, templatename, context, doctree) -> None:
         issue = urlencode({"title": f"{source}: ", "body": f"Page: {source}\n\n"}, quote_via=quote)
         footer += "<br/>" + " · ".join([
             link(say("footer_report"), f"https://github.com/{repository}/issues/new?{issue}"),
-            link(say("footer_edit"), f"https://github.com/{repository}/edit/main/{source}"),
+            link(say("footer_edit"), f"https://github.com/{repository}/edit/main/{quote(source)}"),
         ])
     context["book_footer"] = footer
 

@@ -3,6 +3,7 @@
     index.html    sends readers to the language their browser prefers (a list without script)
     404.html      in every language, with absolute links (it answers for any missing path)
     robots.txt    and, when book_base_url is set, sitemap.xml with every page's hreflang alternates
+                  (percent-encoded URLs)
 
 Written once by the build driver after every language is built, from the manifest each
 language's run leaves beside its doctrees (its base URL and translated strings: site.py).
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 from html import escape
 from pathlib import Path
+from urllib.parse import quote
 
 from .languages import source_pages
 from .site import MANIFEST
@@ -70,15 +72,19 @@ NOT_FOUND = """<!DOCTYPE html>
 
 def sitemap(base: str, languages: list[dict], docs: Path, suffixes) -> str:
     by_language = {lang["code"]: set(source_pages(docs / lang["code"], suffixes)) for lang in languages}
+    def url(code: str, page: str) -> str:
+        # A sitemap holds URLs: a page name with a space or Chinese characters is percent-encoded.
+        return f"{base}/{quote(f'{code}/{page}.html')}"
+
     entries = []
     for lang in languages:
         for page in sorted(by_language[lang["code"]]):
-            links = [(other["hreflang"], f"{base}/{other['code']}/{page}.html")
+            links = [(other["hreflang"], url(other["code"], page))
                      for other in languages if page in by_language[other["code"]]]
-            links.append(("x-default", f"{base}/{languages[0]['code']}/{page}.html"))
+            links.append(("x-default", url(languages[0]["code"], page)))
             alternates = "".join(
                 f'\n    <xhtml:link rel="alternate" hreflang="{h}" href="{escape(u)}"/>' for h, u in links)
-            entries.append(f"  <url>\n    <loc>{escape(base)}/{lang['code']}/{page}.html</loc>{alternates}\n  </url>")
+            entries.append(f"  <url>\n    <loc>{escape(url(lang['code'], page))}</loc>{alternates}\n  </url>")
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
             '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
             'xmlns:xhtml="http://www.w3.org/1999/xhtml">\n' + "\n".join(entries) + "\n</urlset>\n")

@@ -12,14 +12,14 @@ Object addresses are blanked on both sides, as on the pages.
 from __future__ import annotations
 
 import argparse
-import runpy
 import sys
 import tempfile
 from pathlib import Path
 
 from .. import records, releases
 from ..cache_key import cache_dir
-from .build import reference_language
+from ..config import read, reference_language
+from .releases import execute_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +47,7 @@ def check(docs: Path, cache_root: Path, timeout: int) -> tuple[int, list[str]]:
     """How many code cells were executed again, and the lines about those that differ."""
     first = records.record("cpu", cache_dir(cache_root, "cpu"), docs)
     with tempfile.TemporaryDirectory(prefix="book-determinism-") as scratch:
-        releases.execute_missing(docs, Path(scratch), timeout)
+        execute_missing(docs, Path(scratch), timeout)
         second = records.record("cpu", Path(scratch), docs)
     return sum(map(len, first["pages"].values())), differences(first, second, docs)
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, default=ROOT / "docs")
     parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
     args = parser.parse_args(argv)
-    timeout = runpy.run_path(str(ROOT / "conf.py"))["nb_execution_timeout"]
+    timeout = read(ROOT).nb_execution_timeout
     try:
         cells, found = check(args.docs, args.cache_root, timeout)
     except releases.ReleasesError as error:

@@ -1,0 +1,142 @@
+"""The book's settings are checked before anything runs, page sources are plain UTF-8, and
+every address made from a page name is percent-encoded (book_extensions/config.py)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from books import FIXTURES, ROOT, build_book
+
+
+def conf_with(tmp_path: Path, change: str) -> Path:
+    """A folder holding the book's conf.py with ``change`` appended: what --confdir names.
+
+    The paths conf.py's folder anchors still lead into the repository, so that only the
+    change can stop a build."""
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    anchored = "".join(f"{name} = {str(ROOT / value)!r}\n" for name, value in [
+        ("html_favicon", "book_extensions/static/favicon.svg"), ("book_results_dir", "results"),
+        ("book_releases_file", "torch-releases.txt")])
+    (folder / "conf.py").write_text(
+        (ROOT / "conf.py").read_text(encoding="utf8") + "\n" + anchored + change + "\n", encoding="utf8")
+    return folder
+
+
+def refused(build, *lines: str) -> None:
+    """The build stopped before Sphinx, saying exactly ``lines``."""
+    assert build.returncode == 2, build.output
+    assert build.output.strip().splitlines() == [f"error: {line}" for line in lines]
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ('book_languages[1].pop("sphinx")', "book_languages[1] has no 'sphinx' key"),
+    ('book_languages[0]["hreflng"] = "en"',
+     "book_languages[0] has an unknown key 'hreflng' (a language has: code, sphinx, hreflang, name, project, "
+     "author, sentence_separator, list_separator, typography)"),
+    ('book_languages[1]["name"] = 3', "book_languages[1]['name'] must be a string, not int (3)"),
+    ('book_languages[1]["code"] = "en"', "book_languages[1] repeats the code 'en' of book_languages[0]"),
+    ('book_languages[1]["typography"] = "CJK"', "book_languages[1]['typography'] must be '' or 'cjk', not 'CJK'"),
+    ('book_languages = {"en": "English"}',
+     "book_languages must be a list of one dict per language, the default first, not {'en': 'English'}"),
+    # An interface language the book's strings are not translated into: today an English interface.
+    ('book_languages[1].update(sphinx="fr", hreflang="fr")',
+     "book_languages[1]['sphinx'] is 'fr', but the book's interface exists only in en, zh_CN: add "
+     "book_extensions/locale/fr/LC_MESSAGES/book.po (translate zh_CN's), or use one of those"),
+    # A new language's entry copied from English: French pages, an English interface.
+    ('book_languages.append(dict(book_languages[0], code="fr", hreflang="fr", name="Français"))',
+     ("book_languages[2] has hreflang 'fr' but sphinx 'en': both name the language of its pages "
+      "(sphinx's is the language of its interface)",
+      "book_languages[2] repeats the sphinx 'en' of book_languages[0]")),
+    ('book_repository = "https://github.com/owner/book"',
+     "book_repository must be 'owner/name' of a GitHub repository, or empty, not 'https://github.com/owner/book'"),
+])
+def test_a_bad_setting_is_one_line_naming_conf_py_and_the_key(tmp_path, change, problem):
+    confdir = conf_with(tmp_path, change)
+    build = build_book(FIXTURES / "good" / "docs", tmp_path, "html", "--language", "en", "--confdir", str(confdir))
+    problems = (problem,) if isinstance(problem, str) else problem
+    refused(build, *(f"{confdir / 'conf.py'}: {line}" for line in problems))
+
+
+def test_a_missing_language_folder_is_one_line_naming_it(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "en").mkdir(parents=True)
+    for page in (FIXTURES / "good" / "docs" / "en").iterdir():
+        (docs / "en" / page.name).write_bytes(page.read_bytes())
+    build = build_book(docs, tmp_path / "work", "html")
+    refused(build, f"{docs / 'zh'}: no such folder, but conf.py's book_languages declares 'zh': "
+                   "add its pages there, or build the other languages with --language")
+
+
+@pytest.mark.parametrize("mode", ["force", "off"])
+def test_the_execution_mode_is_the_books_to_set(tmp_path, mode):
+    build = build_book(FIXTURES / "good" / "docs", tmp_path, "html", "--language", "en",
+                       sphinx=("-D", f"nb_execution_mode={mode}"))
+    refused(build, f"-D nb_execution_mode={mode}: nb_execution_mode is the book's to set ('cache'), not "
+                   f"{mode!r}: every page runs through its execution cache; to execute pages again, give the "
+                   "build another --cache-root or run `make clean-cache`")
+
+
+def test_sphinx_build_run_by_hand_checks_the_settings_too(tmp_path):
+    # Without the driver: the check is the config-inited handler's, before any page runs.
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(ROOT), "-D", "nb_execution_mode=off",
+         "-D", f"book_cache_root={tmp_path / 'cache'}", str(FIXTURES / "good" / "docs" / "en"), str(tmp_path / "out")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert ("ConfigError: -D nb_execution_mode=off: nb_execution_mode is the book's to set ('cache'), "
+            "not 'off'") in result.stderr
+    assert not (tmp_path / "out" / "index.html").exists()
+
+
+def test_every_setting_the_extensions_register_is_declared_and_checked_in_one_place():
+    from dataclasses import fields
+
+    from book_extensions.config import BookConfig
+
+    declared = {f.name for f in fields(BookConfig)}
+    registered = {name for path in (ROOT / "book_extensions").rglob("*.py")
+                  for name in re.findall(r"add_config_value\(\s*[\"'](\w+)", path.read_text(encoding="utf8"))}
+    assert registered <= declared, registered - declared
+
+
+def test_a_page_with_a_byte_order_mark_is_refused_for_what_it_is(build_fixture):
+    # Sphinx reads it; the book's other readers would not see its front matter.
+    build = build_fixture("config_bom", "html", "--language", "en")
+    assert build.returncode == 1, build.output
+    warnings = [line for line in build.output.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1, warnings
+    assert "en/bom.md:1: WARNING: starts with a byte-order mark: save the page as UTF-8 without BOM" in warnings[0]
+
+
+def test_addresses_made_from_page_names_are_percent_encoded(build_fixture):
+    build = build_fixture("config_urls", "html", sphinx=(
+        "-D", "book_repository=owner/book", "-D", "book_base_url=https://example.org/book"))
+    assert build.returncode == 0, build.output
+    site = build.site()
+    tensor = "%E5%BC%A0%E9%87%8F"  # 张量
+    page = (site / "zh" / "张量.html").read_text(encoding="utf8")
+    for expected in [
+        f'hreflang="en" href="https://example.org/book/en/{tensor}.html"',
+        f'hreflang="zh-CN" href="https://example.org/book/zh/{tensor}.html"',
+        f'hreflang="x-default" href="https://example.org/book/en/{tensor}.html"',
+        f'href="_notebooks/{tensor}.ipynb"',
+        f'href="https://colab.research.google.com/github/owner/book/blob/notebooks/zh/{tensor}.ipynb"',
+        f'href="https://github.com/owner/book/edit/main/docs/zh/{tensor}.md"',
+    ]:
+        assert expected in page, expected
+    assert 'href="https://example.org/book/zh/my%20page.html"' in (site / "en" / "my page.html").read_text(
+        encoding="utf8")
+    assert (site / "zh" / "_notebooks" / "张量.ipynb").is_file()  # where the encoded link leads
+    sitemap = (site / "sitemap.xml").read_text(encoding="utf8")
+    assert f"<loc>https://example.org/book/zh/{tensor}.html</loc>" in sitemap
+    assert "<loc>https://example.org/book/en/my%20page.html</loc>" in sitemap
+    # Nowhere an address with a space or a character outside ASCII.
+    for path in [site / "sitemap.xml", *site.glob("*/*.html")]:
+        addresses = re.findall(r'(?:href|src)="([^"]*)"|<loc>([^<]*)</loc>', path.read_text(encoding="utf8"))
+        bad = [a for pair in addresses for a in pair if a and (" " in a or not a.isascii())]
+        assert not bad, (path, bad)

@@ -47,6 +47,7 @@ if __name__ == "__main__":
 import nox  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
+from book_extensions import release_list  # noqa: E402  (standard library only)
 from book_extensions.tools import toolchain  # noqa: E402  (standard library only)
 
 nox.needs_version = f">={NOX_VERSION}"
@@ -54,6 +55,7 @@ nox.options.sessions = ["tests", "doctest"]
 nox.options.default_venv_backend = "none"
 
 BUILD = ["-m", "book_extensions.tools.build"]
+RELEASES = ["-m", "book_extensions.tools.releases"]
 
 
 def environment(session: nox.Session, release: str | None = None) -> Path:
@@ -109,12 +111,12 @@ def compare(session: nox.Session) -> None:
 def versions(session: nox.Session) -> None:
     """Execute every code cell under each release of torch-releases.txt (or those given) and record it."""
     try:
-        releases = session.posargs or toolchain.listed_releases()
-    except toolchain.ToolchainError as error:
+        releases = session.posargs or release_list.listed()
+    except release_list.ReleasesError as error:
         session.error(str(error))
     for release in releases:
-        python(session, environment(session, release), "-m", "book_extensions.releases", "record")
-    python(session, environment(session), "-m", "book_extensions.releases", "changes")
+        python(session, environment(session, release), *RELEASES, "record")
+    python(session, environment(session), *RELEASES, "changes")
 
 
 @nox.session
@@ -147,7 +149,7 @@ def newest_torch(session: nox.Session) -> None:
     if release == pinned:
         session.log(f"torch {release} is the newest release and the one requirements.txt pins: nothing to check")
         return
-    python(session, environment(session, release), "-m", "book_extensions.releases", "check")
+    python(session, environment(session, release), *RELEASES, "check")
 
 
 @nox.session

@@ -1,4 +1,5 @@
-"""The book's "CPU vs CUDA" page: the ``{device-comparison}`` directive.
+"""The book's device: its name as pages state it, and the "CPU vs CUDA" page (the
+``{device-comparison}`` directive).
 
 It compares the recorded CPU and CUDA runs (:mod:`.records`), says which GPU and torch
 produced the CUDA record, and which cells changed since (stale), in the page's language.
@@ -9,6 +10,7 @@ offline editions, and stays reachable by its address.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from docutils import nodes
@@ -20,6 +22,19 @@ from . import page_state
 from .layout import table
 from .messages import message
 from .records import compare, cpu_record_for, current_digests, load
+
+
+@cache
+def device_name(device: str) -> str:
+    """The device as a page states it; stops the build if it is not available."""
+    if device == "cpu":
+        return "CPU"
+    import torch
+    from sphinx.errors import ConfigError
+
+    if not torch.cuda.is_available():
+        raise ConfigError(f"book_device is 'cuda', but torch {torch.__version__} sees no CUDA device here")
+    return torch.cuda.get_device_name(0)
 
 
 class DeviceComparison(SphinxDirective):
@@ -92,9 +107,6 @@ def records_appeared(app: Sphinx, env, added, changed, removed) -> list[str]:
 
 
 def setup(app: Sphinx) -> None:
-    app.add_config_value("book_results_dir", "results", "env", str)
-    # The page that compares the devices: out of the navigation until a CUDA run is recorded.
-    app.add_config_value("book_device_page", "", "env", str)
     app.add_directive("device-comparison", DeviceComparison)
     app.connect("doctree-read", leave_out_until_recorded, priority=400)
     app.connect("env-get-outdated", records_appeared)

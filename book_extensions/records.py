@@ -4,7 +4,10 @@
     python -m book_extensions.records compare                # results/cpu.json vs results/cuda.json
 
 A record (``results/<device>.json``) is small, reviewable text: for every code cell
-of the book, a digest of its source and what it printed (text, or ``Error: message``).
+of the book, in page order, a digest of its source and what it printed (text, or
+``Error: message``). Records are compared cell by cell at the same position of a page
+(a page may hold the same code twice); the digest says whether the cell there is still
+the same code, else it is missing or stale.
 :func:`compare` normalises what is expected to differ between devices (device strings,
 ``torch.cuda.FloatTensor``, float noise within :data:`RTOL`/:data:`ATOL`, and, when the
 two runs used different torch versions, the wording of messages) and reports the rest
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
 
+from .config import reference_language
 from .messages import ENGLISH, message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,8 +87,6 @@ def book_notebooks(docs: Path, language: str | None = None):
     """(page, notebook) for every page (of the reference language), read the way the build reads it."""
     from myst_nb.core.read import read_myst_markdown_notebook
 
-    from .tools.build import reference_language
-
     language = language or reference_language()
     for path in sorted((docs / language).rglob("*.md")):
         text = path.read_text(encoding="utf8")
@@ -94,8 +96,6 @@ def book_notebooks(docs: Path, language: str | None = None):
 
 def page_source(docs: Path, page: str) -> str:
     """How messages name a page of the reference language: docs/en/detach.md."""
-    from .tools.build import reference_language
-
     return f"{docs.name}/{reference_language()}/{page}.md"
 
 
@@ -240,15 +240,25 @@ def release_of(record: dict) -> str:
     return record["torch"].split("+")[0]
 
 
+def cell_at(cells: list[dict], number: int, source: str) -> dict | None:
+    """Code cell ``number`` (from 1) of a record's page if it still has this source digest, else None.
+
+    Cells are matched by position, the digest only checks it: a page may hold the same
+    code twice, and each of the two may print something else."""
+    cell = cells[number - 1] if number <= len(cells) else None
+    return cell if cell is not None and cell["source"] == source else None
+
+
 def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = None,
             rules: Rules = DEVICE_RULES) -> list[Difference]:
-    """Every difference between two records; ``digests`` (the current code) marks stale cells."""
+    """Every difference between two records, cell by cell in page order; ``digests`` (the
+    current code) marks the second record's cells whose code has changed since as stale."""
     loose = (release_of(first) != release_of(second)) if rules.wording is None else not rules.wording
     found = []
     for page, cells in sorted(first["pages"].items()):
-        by_source = {cell["source"]: cell for cell in second["pages"].get(page, [])}
+        others = second["pages"].get(page, [])
         for number, cell in enumerate(cells, start=1):
-            other = by_source.get(cell["source"])
+            other = cell_at(others, number, cell["source"])
             if other is None:
                 found.append(Difference(page, number, *difference_fields("missing", "difference_missing",
                                                                          two=rules.names[1])))
@@ -258,9 +268,9 @@ def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = No
                 found.append(Difference(page, number, *result))
     if digests is not None:
         for page, cells in sorted(second["pages"].items()):
-            current = set(digests.get(page, []))
+            current = digests.get(page, [])
             for number, cell in enumerate(cells, start=1):
-                if cell["source"] not in current:
+                if number > len(current) or cell["source"] != current[number - 1]:
                     found.append(Difference(page, number, *difference_fields("stale", "difference_stale",
                                                                              two=rules.names[1])))
     return found

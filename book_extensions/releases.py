@@ -1,14 +1,10 @@
-"""The torch releases readers still run: record the book under each, and show what changed.
+"""The torch releases readers still run, in the book: what each printed, and what changed.
 
-    python -m book_extensions.releases record          # in a release's environment (nox -s versions)
-    python -m book_extensions.releases changes         # every consecutive pair of recorded releases
-    python -m book_extensions.releases changes --from 2.15.0 --to 2.16.0   # fails on any change
-
-The releases are listed in ``torch-releases.txt``, one a line. ``nox -s versions``
-executes every code cell of the book under each, in that release's own environment
-(:mod:`.tools.toolchain`), and writes ``results/cpu-torch-<release>.json``, a record in the
-format of the device records (:mod:`.records`), compared by the same engine with
-:func:`rules_for`: between releases the wording of a message is the news,
+The releases are listed in ``torch-releases.txt`` (:mod:`.release_list`). ``nox -s versions``
+executes every code cell of the book under each, in that release's own environment, and
+writes ``results/cpu-torch-<release>.json`` (the command: :mod:`.tools.releases`), a record
+in the format of the device records (:mod:`.records`), compared by the same engine, cell
+by cell, with :func:`rules_for`: between releases the wording of a message is the news,
 and only noise such as the line of torch's own C++ source is normalised.
 
 In the book, computed from those records and never typed:
@@ -22,21 +18,19 @@ In the book, computed from those records and never typed:
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import runpy
-import subprocess
-import sys
+from html import escape
 from pathlib import Path
 
-from . import records
-from .layout import table
-from .tools.toolchain import RELEASES_FILE, version_key  # noqa: F401  (version_key: for callers)
-from .tools.toolchain import ToolchainError as ReleasesError
-from .tools.toolchain import listed_releases as listed
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import records
+from .languages import current_language
+from .layout import table
+from .messages import message
+from .release_list import ReleasesError, listed
 
 
 def current_release() -> str:
@@ -58,53 +52,6 @@ def recorded(results: Path, releases: list[str]) -> dict[str, dict]:
         if data is not None:
             found[release] = data
     return found
-
-
-# --- recording, inside a release's own environment ----------------------------
-
-def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
-    """Execute the pages that the cache does not hold yet, as the build does; their names."""
-    from jupyter_cache import get_cache
-
-    from . import executor
-    from .execution import prepare_kernels
-    from .tools.build import reference_language
-
-    prepare_kernels("cpu")
-    cache = get_cache(str(cache_dir))
-    executed = []
-    for page, notebook in records.book_notebooks(docs):
-        if not any(cell.cell_type == "code" for cell in notebook.cells):
-            continue
-        try:
-            cache.match_cache_notebook(notebook)
-            continue
-        except KeyError:
-            pass
-        path = docs / reference_language() / f"{page}.md"
-        result = executor.execute(notebook, timeout)
-        if result.error is not None:
-            raise ReleasesError(f"{records.page_source(docs, page)}: execution stopped with {result.error}"
-                                + (f" ({result.detail})" if result.detail else ""))
-        executor.store(str(cache_dir), notebook, str(path), result.seconds)
-        executed.append(page)
-    return executed
-
-
-def record(results: Path, docs: Path, cache_root: Path) -> Path:
-    """Execute (what is not cached) and record the book under the installed torch."""
-    from .cache_key import cache_dir
-
-    timeout = runpy.run_path(str(ROOT / "conf.py"))["nb_execution_timeout"]
-    folder = cache_dir(cache_root, "cpu")
-    executed = execute_missing(docs, folder, timeout)
-    data = records.record("cpu", folder, docs)
-    target = record_path(results, current_release())
-    results.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
-    cells = sum(map(len, data["pages"].values()))
-    print(f"torch {data['torch']}: executed {len(executed)} pages, recorded {cells} cells in {target.name}")
-    return target
 
 
 # --- comparing -----------------------------------------------------------------
@@ -195,100 +142,7 @@ def cell_outputs(cell) -> list[str]:
     return [records.output_text(o) for o in records.joined_streams(cell.get("outputs", []))]
 
 
-def report_changes(results: Path, docs: Path, pairs: list[tuple[str, str]]) -> int:
-    """Print what changed in each pair of recorded releases; the number of changed cells."""
-    digests = records.current_digests(docs)
-    total = 0
-    for old, new in pairs:
-        pair = [records.load(record_path(results, r)) for r in (old, new)]
-        missing = [r for r, data in zip((old, new), pair) if data is None]
-        if missing:
-            raise ReleasesError(f"no record of torch {missing[0]} in {results}: run `nox -s versions`")
-        found = [d for d in changes(*pair, digests) if d.kind != "stale"]
-        compared = sum(len(cells) for cells in pair[0]["pages"].values())
-        print(f"torch {old} -> {new}: {compared} cells compared, {len(found)} changed")
-        for d in found:
-            first, second = excerpt(d.first, d.second) if d.kind == "behaviour" else (d.first, d.second)
-            print(f"  {records.page_source(docs, d.page)} code cell {d.cell}: {first!r} -> {second!r}")
-        total += len(found)
-    return total
-
-
-def check(results: Path, docs: Path, cache_root: Path, pinned: str) -> int:
-    """The whole book on the installed torch: gates, doctests, and every cell that changed.
-
-    What a maintainer reads before moving the pin: run by ``nox -s newest-torch``.
-    """
-    release = current_release()
-    out = ROOT / "_build" / f"torch-{release}"
-
-    def build(builder: str) -> int:
-        return subprocess.run([sys.executable, "-m", "book_extensions.tools.build", builder, "-q", "--docs", str(docs),
-                               "--out", str(out), "--cache-root", str(cache_root)]).returncode
-
-    steps = {"html build (every gate)": build("html"), "doctests": build("doctest")}
-    record(results, docs, cache_root)
-    changed = report_changes(results, docs, [(pinned, release)])
-    print(f"torch {release} against the pinned {pinned}:")
-    for step, code in steps.items():
-        print(f"  {step}: {'passed' if code == 0 else 'FAILED'}")
-    print(f"  outputs: {changed} cells print something else (listed above)")
-    return 1 if changed or any(steps.values()) else 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.releases")
-    commands = parser.add_subparsers(dest="command", required=True)
-    rec = commands.add_parser("record", help="execute the book under the installed torch and record it")
-    rec.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
-    chg = commands.add_parser("changes", help="what changed between recorded releases")
-    chg.add_argument("--from", dest="old", help="compare only this release ...")
-    chg.add_argument("--to", dest="new", help="... with this one, and fail on any change")
-    chk = commands.add_parser("check", help="build, doctest and record the installed torch; "
-                                            "fail on anything that differs from the pinned release")
-    chk.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
-    for command in (rec, chg, chk):
-        command.add_argument("--docs", type=Path, default=ROOT / "docs")
-        command.add_argument("--results", type=Path, default=ROOT / "results")
-        command.add_argument("--releases", type=Path, default=RELEASES_FILE)
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "record":
-            record(args.results, args.docs, args.cache_root)
-            return 0
-        if args.command == "check":
-            from .tools.toolchain import pinned_torch
-
-            return check(args.results, args.docs, args.cache_root, pinned_torch())
-        if bool(args.old) != bool(args.new):
-            raise ReleasesError("--from and --to go together")
-        if args.old:
-            pairs = [(args.old, args.new)]
-        else:
-            releases = list(recorded(args.results, listed(args.releases)))
-            pairs = list(zip(releases, releases[1:]))
-        total = report_changes(args.results, args.docs, pairs)
-    except ReleasesError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    # Comparing two named releases is the check before a torch upgrade: any change fails it.
-    return 1 if args.old and total else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 # --- in the book ---------------------------------------------------------------
-
-from html import escape  # noqa: E402
-
-from docutils import nodes  # noqa: E402
-from sphinx.application import Sphinx  # noqa: E402
-from sphinx.util.docutils import SphinxDirective  # noqa: E402
-
-from .languages import current_language  # noqa: E402
-from .messages import message  # noqa: E402
 
 
 class release_output(nodes.General, nodes.Element):
@@ -404,8 +258,6 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
     number_of = {index: number for number, index in enumerate(code, start=1)}
     differing = {release: [] for release in others}
     unrecorded = {release: 0 for release in others}
-    by_source = {release: {c["source"]: c for c in data["pages"].get(docname, [])}
-                 for release, data in others.items()}
     for container in doctree.findall(nodes.container):
         if container.get("nb_element") != "cell_code" or container.get("cell_index") not in number_of:
             continue
@@ -416,7 +268,7 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
         digest = records.source_digest(cell.source)
         printed: dict[str, list[str]] = {}  # what other releases printed, and which did
         for release in others:
-            old = by_source[release].get(digest)
+            old = records.cell_at(others[release]["pages"][docname], number, digest)
             if old is None:
                 unrecorded[release] += 1
                 continue
@@ -541,7 +393,6 @@ def records_changed(app: Sphinx, env, added, changed, removed) -> list[str]:
 
 
 def setup(app: Sphinx) -> None:
-    app.add_config_value("book_releases_file", "torch-releases.txt", "env", str)
     app.add_directive("torch-releases", TorchReleases)
     others = {builder: ((_as_container, _end_container)) for builder in ("latex", "text", "man", "texinfo")}
     app.add_node(release_output, html=(_html_details, _close_details), **others)

@@ -1,9 +1,12 @@
 """Every place where the book leans on another project's internals, or on a copy of its files.
 
 Each entry says where, why, and when it can go. :func:`problems` checks that every
-internal name still exists and that every copied file is still the version we copied
-(by digest), so that an upgrade that moves one fails ``tests/test_upstream.py`` with
-the entry's name, instead of quietly breaking a page.
+internal name still exists (a method, or an attribute that the class's own code sets on
+its instances), that a function we call, override or replace still takes the
+parameters we wrote against (its signature without type annotations), and that every
+copied file is still the version we copied (by digest), so that an upgrade that moves
+one fails ``tests/test_upstream.py`` with the entry's name, instead of quietly breaking
+a page.
 
     python -m book_extensions.upstream     # list them, and what has changed
 """
@@ -13,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +29,7 @@ class Workaround:
     why: str
     until: str  # when it can go
     internal: str = ""  # "module:attribute.attribute" that is not public API
+    signature: str = ""  # of ``internal``, as :func:`parameters` writes it, when we call, override or replace it
     copied: tuple[str, str, str] = ()  # (package, file inside it, sha256 prefix of the copied version)
     read: tuple[str, str, str] = ()  # (package, file, sha256 prefix) of a file whose contents we rely on
 
@@ -36,6 +42,7 @@ WORKAROUNDS = [
         "their sources, jupyter-cache's record trimming racing between parallel readers, UTC read as local",
         "myst-nb and jupyter-cache handle these, or let a project choose its client",
         internal="myst_nb.sphinx_:create_client",
+        signature="(notebook, source, nb_config, logger, read_fmt=None)",
     ),
     Workaround(
         "book_extensions/executor.py",
@@ -48,6 +55,7 @@ WORKAROUNDS = [
         "each page's execution record (executed or cached, when, failure) is read from myst-nb's collector",
         "myst-nb documents a way to read it",
         internal="myst_nb.sphinx_:NbMetadataCollector.get_exec_data",
+        signature="(env, docname)",
     ),
     Workaround(
         "book_extensions/execution.py",
@@ -55,6 +63,7 @@ WORKAROUNDS = [
         "myst-nb's config object is copied with another output_folder",
         "myst-nb gets a setting for where it writes jupyter_execute/",
         internal="myst_nb.core.config:NbParserConfig.copy",
+        signature="(self, **changes)",
     ),
     Workaround(
         "book_extensions/kernel/startup.py",
@@ -97,6 +106,97 @@ WORKAROUNDS = [
         "Chinese search subclasses Sphinx's SearchChinese to load jieba only when a page needs it",
         "Sphinx loads jieba lazily itself",
         internal="sphinx.search.zh:SearchChinese",
+        signature="(options)",
+    ),
+    Workaround(
+        "book_extensions/executor.py",
+        "the executor's kernel manager overrides the private is-alive check to keep the exit code "
+        "of a kernel that died (nbclient reports only that it died)",
+        "jupyter_client keeps a dead kernel's exit code",
+        internal="jupyter_client.manager:AsyncKernelManager._async_is_alive",
+        signature="(self)",
+    ),
+    Workaround(
+        "book_extensions/executor.py",
+        "a page stopped by Ctrl-C or SIGTERM is told from a failing page by nbclient's private "
+        "cleanup future, set only when its signal handler shut the kernel down",
+        "nbclient re-raises the interrupt, or says that it handled one",
+        internal="nbclient.client:NotebookClient._async_cleanup_kernel_future",
+    ),
+    Workaround(
+        "book_extensions/executor.py",
+        "a page served from the cache replaces the notebook that myst-nb's client base holds in "
+        "its private _notebook",
+        "myst-nb's client base lets a subclass set the notebook it returns",
+        internal="myst_nb.core.execute.base:NotebookClientBase._notebook",
+    ),
+    Workaround(
+        "book_extensions/executor.py",
+        "a damaged record is dropped with its notebook folder, which jupyter-cache names only in a "
+        "private method",
+        "jupyter-cache removes a record whose notebook is missing, or names the folder publicly",
+        internal="jupyter_cache.cache.main:JupyterCacheBase._get_notebook_path_cache",
+        signature="(self, hashkey, raise_on_missing=False)",
+    ),
+    Workaround(
+        "book_extensions/executor.py",
+        "a failed store is rolled back and a damaged record dropped: jupyter-cache commits a record "
+        "before writing its notebook, and only its database helpers remove one by hash",
+        "jupyter-cache writes the notebook before committing the record, and treats a damaged record as missing",
+        internal="jupyter_cache.cache.db:NbCacheRecord.remove_records",
+        signature="(pks, db)",
+    ),
+    Workaround(
+        "book_extensions/executor.py",
+        "the same: the record of a hash, found without the cache object",
+        "the same",
+        internal="jupyter_cache.cache.db:NbCacheRecord.record_from_hashkey",
+        signature="(hashkey, db)",
+    ),
+    Workaround(
+        "book_extensions/executor.py",
+        "a cell's output is counted as it arrives, so a flood stops the page in seconds instead of "
+        "hanging myst-nb's renderer: nbclient has no per-output hook, so CheckedClient overrides output()",
+        "nbclient offers a hook (or a limit) per output message",
+        internal="nbclient.client:NotebookClient.output",
+        signature="(self, outs, msg, display_id, cell_index)",
+    ),
+    Workaround(
+        "book_extensions/executor.py",
+        "the kernel is killed at once when a cell passes the output limit; its process id is the "
+        "local provisioner's",
+        "jupyter_client's kernel manager kills a kernel without a shutdown request, synchronously",
+        internal="jupyter_client.provisioning.local_provisioner:LocalProvisioner.pid",
+    ),
+    Workaround(
+        "book_extensions/cache_key.py",
+        "CACHE_SCHEMA copies jupyter-cache's tables and columns, so a damaged database is one line "
+        "before Sphinx starts",
+        "jupyter-cache checks its own schema when it opens a database",
+        read=("jupyter_cache", "cache/db.py", "b49acb0b8aded22f"),
+    ),
+    Workaround(
+        "book_extensions/search.py",
+        "each page's words are counted with the private word collector that IndexBuilder.feed "
+        "itself uses, so the counts hold the words of the search index by construction",
+        "Sphinx's search exposes the words of a page, or ranks results itself",
+        internal="sphinx.search:IndexBuilder._word_collector",
+        signature="(self, doctree)",
+    ),
+    Workaround(
+        "book_extensions/search.py",
+        "the html builder's indexer gets a feed that calls Sphinx's and then counts the page's words "
+        "(a wrapper with the same parameters)",
+        "as above",
+        internal="sphinx.search:IndexBuilder.feed",
+        signature="(self, docname, filename, title, doctree)",
+    ),
+    Workaround(
+        "book_extensions/search.py",
+        "the pages in the search index are read from its private _titles (a page without a title, "
+        "or kept out of search, has none)",
+        "as above",
+        internal="sphinx.search:IndexBuilder._titles",
     ),
     Workaround(
         "book_extensions/templates/sbt-sidebar-nav.html",
@@ -144,6 +244,7 @@ WORKAROUNDS = [
         "then the printed text it wrote gets break opportunities (<wbr>) between its tokens",
         "never: Sphinx has no hook between highlighting a block and writing it",
         internal="sphinx.writers.html5:HTML5Translator.visit_literal_block",
+        signature="(self, node)",
     ),
     Workaround(
         "book_extensions/static/book-search.js",
@@ -169,6 +270,7 @@ WORKAROUNDS = [
         "trimmed copy of the last build is removed when a build starts",
         "myst-nb copies its stylesheet as Sphinx copies the themes' (force=True)",
         internal="myst_nb.sphinx_ext:add_global_html_resources",
+        signature="(app, exception)",
     ),
     *(Workaround(
         "book_extensions/assets.py",
@@ -191,11 +293,29 @@ WORKAROUNDS = [
 
 
 def resolve(internal: str) -> object:
+    """The object an internal names; None for an attribute that the class's own code sets on
+    its instances (``self.<name> =``), which no class attribute shows."""
     module, _, attributes = internal.partition(":")
     found: object = importlib.import_module(module)
-    for name in attributes.split("."):
-        found = getattr(found, name)
+    names = attributes.split(".")
+    for number, name in enumerate(names):
+        try:
+            found = getattr(found, name)
+        except AttributeError:
+            last = number == len(names) - 1
+            if last and inspect.isclass(found) and re.search(
+                    rf"\bself\.{re.escape(name)}\s*[:=]", inspect.getsource(found)):
+                return None
+            raise
     return found
+
+
+def parameters(function: object) -> str:
+    """A callable's parameters (names, kinds, defaults) without type annotations: what a
+    caller or an override depends on; an annotation may be reworded without changing them."""
+    signature = inspect.signature(function)
+    bare = [p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()]
+    return str(signature.replace(parameters=bare, return_annotation=inspect.Signature.empty))
 
 
 def digest(package: str, path: str) -> str:
@@ -212,9 +332,14 @@ def problems(workarounds: list[Workaround] = WORKAROUNDS) -> list[str]:
     for item in workarounds:
         if item.internal:
             try:
-                resolve(item.internal)
+                internal = resolve(item.internal)
             except (ImportError, AttributeError) as error:
                 found.append(f"{item.where}: {item.internal} is gone ({error}); {item.why}")
+            else:
+                now = (parameters(internal) if callable(internal) else "nothing callable") if item.signature else ""
+                if now != item.signature:
+                    found.append(f"{item.where}: {item.internal} takes {now} now, not {item.signature}: "
+                                 "check our code against it, then update the signature in book_extensions/upstream.py")
         # A copied file is merged again; a read one is checked against what we rely on.
         for pinned, verb, then in ((item.copied, "copied", "merge the change into our copy"),
                                    (item.read, "read", f"{item.why}; check that")):

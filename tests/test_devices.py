@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from bs4 import BeautifulSoup
 
 from book_extensions import records
 
@@ -119,3 +120,53 @@ def test_the_device_page_is_in_the_navigation_once_a_cuda_run_is_recorded(build_
         index = (build.site() / language / "index.html").read_text(encoding="utf8")
         assert ('href="devices.html"' in index) == cuda_run, language
         assert (build.site() / language / "devices.html").exists()  # still built, reachable by its address
+
+
+# --- cells are told apart by their place on the page, not by their code --------------
+
+CUDA_ERROR = "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+def test_two_cells_with_the_same_code_are_compared_each_with_its_own():
+    digest = records.source_digest("print(1 + 1)")
+    cpu = record(page=[(digest, ["2\n"]), (digest, ["2\n"])])
+    cuda = record(torch="2.13.0+cu130", page=[(digest, [CUDA_ERROR]), (digest, ["2\n"])])
+    assert [(d.cell, d.detail) for d in records.compare(cpu, cuda)] == [(1, "RuntimeError only on CUDA")]
+
+
+def test_a_cell_whose_place_now_holds_other_code_is_stale():
+    first, second = records.source_digest("a = 1"), records.source_digest("b = 2")
+    recorded = record(page=[(first, ["\n"]), (second, ["\n"])])
+    # The two cells swapped places: each place holds other code than was recorded there.
+    found = records.compare(recorded, recorded, digests={"page": [second, first]})
+    assert [(d.kind, d.cell) for d in found] == [("stale", 1), ("stale", 2)]
+
+
+def test_the_device_page_and_the_release_notes_tell_repeated_cells_apart(build_fixture, tmp_path):
+    from book_extensions import releases
+
+    results = tmp_path / "results"
+    results.mkdir()
+    digest = records.source_digest("print(1 + 1)")
+    (results / "cpu.json").write_text(json.dumps(record(index=[(digest, ["2\n"]), (digest, ["2\n"])])))
+    cuda = record(torch="2.13.0+cu130", index=[(digest, [CUDA_ERROR]), (digest, ["2\n"])])
+    (results / "cuda.json").write_text(json.dumps(cuda))
+    # An older release printed something else in the first of the two cells only.
+    current = releases.current_release()
+    for release, first in (("1.0.0", "3\n"), (current, "2\n")):
+        releases.record_path(results, release).write_text(json.dumps(
+            record(torch=release, index=[(digest, [first]), (digest, ["2\n"])])))
+    listing = tmp_path / "torch-releases.txt"
+    listing.write_text(f"1.0.0\n{current}\n")
+    build = build_fixture("repeated_cells", "html", "--language", "en", sphinx=(
+        "-D", f"book_results_dir={results}", "-D", f"book_releases_file={listing}"))
+    assert build.returncode == 0, build.output
+    page = (build.site() / "en" / "index.html").read_text(encoding="utf8")
+    assert "2 code cells compared; 1 behave differently on the two devices." in page
+    rows = [" ".join(row.get_text(" ", strip=True).split()) for row in BeautifulSoup(page, "html.parser").select("tbody tr")]
+    assert rows == ["page and cell index #1 kind behaviour what differs RuntimeError only on CUDA"]
+    cells = page.split('id="cell-')
+    assert len(cells) == 3
+    assert '<details class="book-release-output">' in cells[1]
+    assert "book-release-output" not in cells[2]
+    assert "On torch 1.0.0, 1 cell prints something else" in page

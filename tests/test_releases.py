@@ -11,7 +11,7 @@ from books import FIXTURES, build_book
 from bs4 import BeautifulSoup
 from test_gates import assert_reported
 
-from book_extensions import records, releases
+from book_extensions import records, release_list, releases
 from book_extensions.execution import torch_version
 from book_extensions.prose import literal_versions
 from book_extensions.tools import toolchain
@@ -21,7 +21,7 @@ from book_extensions.tools import toolchain
 def test_releases_are_listed_oldest_first(tmp_path):
     listing = tmp_path / "torch-releases.txt"
     listing.write_text("# comment\n2.15.0\n\n2.9.1  # a cluster image\n2.13.0\n")
-    assert releases.listed(listing) == ["2.9.1", "2.13.0", "2.15.0"]
+    assert release_list.listed(listing) == ["2.9.1", "2.13.0", "2.15.0"]
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -31,14 +31,14 @@ def test_releases_are_listed_oldest_first(tmp_path):
 def test_a_bad_list_names_the_file_and_line(tmp_path, text, reason):
     listing = tmp_path / "torch-releases.txt"
     listing.write_text(text)
-    with pytest.raises(releases.ReleasesError, match=re.escape(reason)):
-        releases.listed(listing)
+    with pytest.raises(release_list.ReleasesError, match=re.escape(reason)):
+        release_list.listed(listing)
 
 
 def test_the_book_lists_the_pinned_release_and_two_older_ones():
-    listed = releases.listed()
+    listed = release_list.listed()
     assert toolchain.pinned_torch() in listed
-    assert len([r for r in listed if releases.version_key(r) < releases.version_key(toolchain.pinned_torch())]) >= 2
+    assert len([r for r in listed if release_list.version_key(r) < release_list.version_key(toolchain.pinned_torch())]) >= 2
 
 
 # --- comparing releases: one engine, wording is news ---------------------------
@@ -138,7 +138,7 @@ RESULTS = FIXTURES.parent.parent / "results"
 
 def test_every_listed_release_is_recorded_for_the_current_code():
     digests = records.current_digests(FIXTURES.parent.parent / "docs")
-    for release in releases.listed():
+    for release in release_list.listed():
         data = records.load(releases.record_path(RESULTS, release))
         assert data is not None, f"no record of torch {release}: run nox -s versions"
         assert records.release_of(data) == release
@@ -191,7 +191,7 @@ def test_comparing_two_named_releases_fails_on_any_change(tmp_path):
         data["pages"] = {"index": [{"source": first, "outputs": ["same\n"]}, {"source": second, "outputs": [printed]}]}
         releases.record_path(tmp_path, release).write_text(json.dumps(data))
     run = lambda *args: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "book_extensions.releases", "changes", "--results", str(tmp_path),
+        [sys.executable, "-m", "book_extensions.tools.releases", "changes", "--results", str(tmp_path),
          "--docs", str(docs), *args], capture_output=True, text=True)
     changed = run("--from", "2.15.0", "--to", "2.16.0")
     assert changed.returncode == 1

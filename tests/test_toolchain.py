@@ -8,14 +8,16 @@ import zipfile
 
 import pytest
 
+from book_extensions import release_list
 from book_extensions.tools import toolchain
 
 
-def wheel(folder, name: str, version: str) -> None:
+def wheel(folder, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
     info = f"{name}-{version}.dist-info"
     with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as archive:
         archive.writestr(f"{name}/__init__.py", "")
-        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                         + "".join(f"Requires-Dist: {r}\n" for r in requires))
         archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         archive.writestr(f"{info}/RECORD", "")
 
@@ -59,4 +61,67 @@ def test_an_environment_differs_from_the_pins_only_in_torch(tmp_path):
 
 
 def test_the_book_pins_torch_once_and_lists_it_among_its_releases():
-    assert toolchain.pinned_torch() in toolchain.listed_releases()
+    assert toolchain.pinned_torch() in release_list.listed()
+
+
+# --- one environment, kept in sync with requirements.txt by one session at a time ------
+
+@pytest.fixture
+def fake_toolchain(tmp_path, monkeypatch):
+    """ensure() on tiny local wheels (a fake torch among them): requirements in tmp_path,
+    the environment in tmp_path/.toolchain, pip offline."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    wheel(wheels, "torch", "9.9.9")
+    wheel(wheels, "bookpin", "1.0", requires=("bookdep",))
+    for name in ("bookdep", "bookextra", "handmade"):
+        wheel(wheels, name, "1.0")
+    requirements = tmp_path / "requirements.txt"
+    monkeypatch.setattr(toolchain, "ROOT", tmp_path)
+    monkeypatch.setattr(toolchain, "pins", lambda release=None: requirements.read_text())
+    monkeypatch.setattr(toolchain, "location", lambda release: tmp_path / ".toolchain" / f"torch-{release}")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    return requirements
+
+
+def installed(env) -> set[str]:
+    listing = subprocess.run([str(toolchain.python_of(env)), "-m", "pip", "list", "--format", "json"],
+                             capture_output=True, text=True, check=True)
+    return {package["name"] for package in json.loads(listing.stdout)}
+
+
+def test_a_package_dropped_from_the_requirements_leaves_the_environment(fake_toolchain):
+    fake_toolchain.write_text("torch==9.9.9\nbookpin==1.0\nbookdep==1.0\nbookextra==1.0\n")
+    env = toolchain.ensure("9.9.9")
+    subprocess.run([str(toolchain.python_of(env)), "-m", "pip", "install", "-q", "handmade"], check=True)
+    assert {"torch", "bookpin", "bookdep", "bookextra", "handmade"} <= installed(env)
+    # bookextra goes; bookdep is no longer pinned but bookpin still requires it.
+    fake_toolchain.write_text("torch==9.9.9\nbookpin==1.0\n")
+    said = []
+    assert toolchain.ensure("9.9.9", log=said.append) == env
+    now = installed(env)
+    assert "bookextra" not in now
+    assert {"torch", "bookpin", "bookdep", "handmade", "pip"} <= now  # installed by hand: not the pins' to remove
+    assert said == [f"removing bookextra from {env.relative_to(toolchain.ROOT)}/: requirements.txt no longer names them"]
+    assert (env / "book-pins.txt").read_text() == fake_toolchain.read_text()
+
+
+def test_a_second_session_waits_for_the_one_installing(fake_toolchain):
+    import fcntl
+    import threading
+
+    fake_toolchain.write_text("torch==9.9.9\nbookpin==1.0\n")
+    env = toolchain.ensure("9.9.9")
+    fake_toolchain.write_text("torch==9.9.9\nbookpin==1.0\nbookextra==1.0\n")
+    said = []
+    with open(env.with_name(env.name + ".lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as a session updating it holds it
+        second = threading.Thread(target=toolchain.ensure, args=("9.9.9",), kwargs={"log": said.append})
+        second.start()
+        second.join(timeout=3)
+        assert second.is_alive()  # still waiting
+        assert said == [f"waiting for {env.relative_to(toolchain.ROOT)}/: another session is creating or updating it"]
+    second.join(timeout=120)
+    assert not second.is_alive()
+    assert "bookextra" in installed(env)

@@ -9,18 +9,22 @@ each get a copy: they all run in ``.toolchain/torch-<release>/``. Each environme
 project's own pins as pip's constraints (``PIP_CONSTRAINT``), so that a constraint set
 by the machine (``pip config list``) can neither change nor block what is installed.
 A stamp of the pins lets an unchanged environment start without asking pip anything.
+One session at a time creates or updates an environment (a lock beside it; the others
+wait), and a package that ``requirements.txt`` no longer names is uninstalled.
 
 Standard library only: the noxfile imports this before any environment exists.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
 import subprocess
 import sys
 import venv
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,30 +56,6 @@ def pins(release: str | None = None, requirements: Path = REQUIREMENTS) -> str:
     return TORCH_PIN.sub(f"torch=={release}", text)
 
 
-RELEASES_FILE = ROOT / "torch-releases.txt"
-RELEASE = re.compile(r"\d+\.\d+\.\d+")
-
-
-def version_key(release: str) -> tuple[int, ...]:
-    """2.9.1 before 2.13.0: releases sort by their numbers, not as text."""
-    return tuple(int(part) for part in release.split("+")[0].split("."))
-
-
-def listed_releases(path: Path = RELEASES_FILE) -> list[str]:
-    """The releases the book is recorded under, oldest first; ``#`` starts a comment."""
-    releases = []
-    for number, line in enumerate(path.read_text(encoding="utf8").splitlines(), start=1):
-        text = line.split("#", 1)[0].strip()
-        if not text:
-            continue
-        if not RELEASE.fullmatch(text):
-            raise ToolchainError(f"{path.name}:{number}: {text!r} is not a torch release such as 2.15.0")
-        if text in releases:
-            raise ToolchainError(f"{path.name}:{number}: {text} is listed twice")
-        releases.append(text)
-    return sorted(releases, key=version_key)
-
-
 def newest_release(python: str = sys.executable) -> str:
     """The newest torch release the package index offers (pre-releases excluded)."""
     result = subprocess.run([python, "-m", "pip", "index", "versions", "torch"],
@@ -103,28 +83,103 @@ def pip_environment(constraints: Path) -> dict[str, str]:
     return env
 
 
+def in_sync(env: Path, digest: str) -> bool:
+    stamp = env / STAMP
+    return python_of(env).exists() and stamp.exists() and stamp.read_text().strip() == digest
+
+
+def shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+@contextmanager
+def locked(env: Path, log):
+    """One session at a time creates or updates an environment; another waits, saying so.
+
+    The lock file sits beside the environment (creating one clears its folder), and is
+    an flock: the kernel frees it when its holder dies, and it needs no package."""
+    env.parent.mkdir(parents=True, exist_ok=True)
+    with open(env.with_name(env.name + ".lock"), "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for {shown(env)}/: another session is creating or updating it")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+KEPT = {"pip", "setuptools", "wheel"}  # the environment's own tools, pinned or not
+
+
+def names(requirements: str) -> set[str]:
+    """The packages a requirements text names, in pip's normalised spelling."""
+    found = set()
+    for line in requirements.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            found.add(normalised(re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", line).group()))
+    return found
+
+
+def normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def remove_dropped(env: Path, dropped: set[str], quiet: bool, log) -> None:
+    """Uninstall the packages an earlier requirements.txt installed and this one no longer names,
+    unless a package that stays still requires one (pip show says which do)."""
+    if not dropped:
+        return
+    shown_packages = subprocess.run([str(python_of(env)), "-m", "pip", "show", *sorted(dropped)],
+                                    capture_output=True, text=True, env=pip_environment(env / "book-pins.txt"))
+    removable = []
+    for block in shown_packages.stdout.split("\n---\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "Name" not in fields:
+            continue
+        required_by = {normalised(n.strip()) for n in fields.get("Required-by", "").split(",") if n.strip()}
+        if required_by <= dropped:
+            removable.append(fields["Name"])
+    if not removable:
+        return
+    log(f"removing {', '.join(removable)} from {shown(env)}/: requirements.txt no longer names them")
+    result = subprocess.run([str(python_of(env)), "-m", "pip", "uninstall", "-y", *(["-q"] if quiet else []),
+                             *removable], env=pip_environment(env / "book-pins.txt"))
+    if result.returncode != 0:
+        raise ToolchainError(f"pip could not uninstall {', '.join(removable)} from {shown(env)}; "
+                             "see pip's message above")
+
+
 def ensure(release: str | None = None, quiet: bool = True, log=print) -> Path:
     """The environment for ``release`` (default: the pinned one), installed and in sync."""
     release = release or pinned_torch()
     text = pins(release)
     env = location(release)
     digest = hashlib.sha256(text.encode("utf8")).hexdigest()
-    stamp = env / STAMP
-    if python_of(env).exists() and stamp.exists() and stamp.read_text().strip() == digest:
+    if in_sync(env, digest):
         return env
-    if not python_of(env).exists():
-        log(f"creating the torch {release} environment in {env.relative_to(ROOT)}/ (the first time only)")
-        venv.create(env, with_pip=True, clear=True)
-    stamp.unlink(missing_ok=True)
-    # The constraints file sits inside the environment so that what it was built from stays visible.
-    constraints = env / "book-pins.txt"
-    constraints.write_text(text, encoding="utf8")
-    command = [str(python_of(env)), "-m", "pip", "install", *(["-q"] if quiet else []),
-               "-r", str(constraints)]
-    result = subprocess.run(command, env=pip_environment(constraints))
-    if result.returncode != 0:
-        raise ToolchainError(f"pip could not install {constraints} (torch {release}); see pip's message above")
-    stamp.write_text(digest + "\n")
+    with locked(env, log):
+        if in_sync(env, digest):  # made by the session this one waited for
+            return env
+        if not python_of(env).exists():
+            log(f"creating the torch {release} environment in {shown(env)}/ (the first time only)")
+            venv.create(env, with_pip=True, clear=True)
+        (env / STAMP).unlink(missing_ok=True)
+        # The pins it was last installed from (book-pins.txt) stay in the environment, so that
+        # what it was built from stays visible and what a new requirements.txt drops can go;
+        # the new pins take their place only once pip has installed them.
+        installed = env / "book-pins.txt"
+        before = installed.read_text(encoding="utf8") if installed.exists() else ""
+        constraints = env / "book-pins.new.txt"
+        constraints.write_text(text, encoding="utf8")
+        command = [str(python_of(env)), "-m", "pip", "install", *(["-q"] if quiet else []),
+                   "-r", str(constraints)]
+        result = subprocess.run(command, env=pip_environment(constraints))
+        if result.returncode != 0:
+            raise ToolchainError(f"pip could not install {constraints} (torch {release}); see pip's message above")
+        constraints.replace(installed)
+        remove_dropped(env, names(before) - names(text) - KEPT, quiet, log)
+        (env / STAMP).write_text(digest + "\n")
     return env
 
 

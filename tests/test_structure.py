@@ -1,0 +1,74 @@
+"""The package's layering: Sphinx extensions never import the command-line layer
+(``book_extensions/tools``), and no two modules import each other, directly or round a
+loop (imports inside functions count: they are the same dependency, only later)."""
+
+import ast
+from pathlib import Path
+
+import networkx
+
+PACKAGE = Path(__file__).resolve().parent.parent / "book_extensions"
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, root: Path) -> set[str]:
+    """The package's modules that ``path`` imports, anywhere in it."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # "from . import records" imports a module; "from .records import load" its module.
+            found |= {f"{base}.{alias.name}" for alias in node.names} | {base}
+    return {module for module in found if module.startswith("book_extensions")}
+
+
+def import_graph(root: Path = PACKAGE) -> networkx.DiGraph:
+    paths = sorted(root.rglob("*.py"))
+    modules = {module_name(p, root) for p in paths}
+    graph = networkx.DiGraph()
+    graph.add_nodes_from(modules)
+    for path in paths:
+        name = module_name(path, root)
+        for target in imports(path, root) & modules:
+            # A module's package (its __init__) is imported on the way to it: not an edge.
+            if target != name and not name.startswith(target + "."):
+                graph.add_edge(name, target)
+    return graph
+
+
+def test_no_module_imports_itself_round_a_loop():
+    cycles = sorted(sorted(cycle) for cycle in networkx.simple_cycles(import_graph()))
+    assert cycles == []
+
+
+def test_no_extension_imports_the_command_line_layer():
+    graph = import_graph()
+    wrong = sorted((module, target) for module, target in graph.edges
+                   if not module.startswith("book_extensions.tools") and target.startswith("book_extensions.tools"))
+    assert wrong == []
+
+
+def test_the_checks_see_a_loop_and_a_wrong_way_import(tmp_path):
+    root = tmp_path / "book_extensions"
+    (root / "tools").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "tools" / "__init__.py").write_text("")
+    (root / "a.py").write_text("from . import b\n")
+    (root / "b.py").write_text("def f():\n    from .a import g\n    from .tools.cli import main\n")
+    (root / "tools" / "cli.py").write_text("from ..a import f\n")
+    graph = import_graph(root)
+    assert sorted(sorted(c) for c in networkx.simple_cycles(graph)) == [
+        ["book_extensions.a", "book_extensions.b"],
+        ["book_extensions.a", "book_extensions.b", "book_extensions.tools.cli"]]
+    assert ("book_extensions.b", "book_extensions.tools.cli") in graph.edges

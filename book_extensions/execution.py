@@ -2,8 +2,17 @@
 
 - every kernel starts from :mod:`.kernel.startup` (device, short tracebacks, warnings
   without paths); :mod:`.executor` runs each page, or takes it from the cache;
-- one cache per device, torch version and kernel inputs (kernel/, the
+- before any page runs, the Python that kernels run is asked which Python it is and
+  where its torch comes from: another torch (a stub on PYTHONPATH, a kernel spec naming
+  another environment) or another Python is refused, so the versions a page names and
+  the cache is keyed by are the ones its cells ran;
+- kernels start with an empty IPython profile of the build's own: a startup file or
+  config in the user's ~/.ipython would change outputs without changing the cache key;
+- one cache per device, torch and Python version and kernel inputs (kernel/, the
   executor, the versions of numpy, IPython, ipykernel, matplotlib and networkx);
+- a damaged cache is one line, never a crash: :mod:`.executor` executes a page again
+  whose cached notebook is missing or unreadable, and a page whose outputs could not be
+  stored (a full disk) is reported, with nothing half-written left in the cache;
 - every cell runs to the end (errors included); :mod:`.cells` then judges each cell,
   and a page that did not finish is reported with its cell and cause;
 - each page states which torch, device and date produced its outputs, and links its
@@ -14,9 +23,11 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
+import tempfile
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -31,7 +42,7 @@ from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 from . import editions, executor, page_state, releases
-from .cache_key import KERNEL_STARTUP, cache_dir, torch_version, unreadable_cache
+from .cache_key import KERNEL_STARTUP, Interpreter, KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
 from .cells import cell_line, check_cells, clean_outputs
 from .messages import message
 from .notebooks import write_notebook
@@ -40,6 +51,19 @@ logger = logging.getLogger(__name__)
 
 DEVICES = ("cpu", "cuda")
 EXECUTIONS_FILE = "book-executions.json"
+
+# What the pages' kernel runs, as check_kernel() found it: set before any page is read.
+kernel: Interpreter | None = None
+
+
+def torch_version() -> str:
+    """The torch the pages' kernel imports (the toolchain's, which a build checks)."""
+    return (kernel or toolchain()).torch
+
+
+def python_version() -> str:
+    """The Python the pages' kernel runs."""
+    return (kernel or toolchain()).python
 
 
 @cache
@@ -57,13 +81,21 @@ def device_name(device: str) -> str:
 
 
 def cache_path(config: Config) -> Path:
-    return cache_dir(Path(config.book_cache_root), config.book_device)
+    return cache_dir(Path(config.book_cache_root), config.book_device, kernel)
 
 
 def configure_execution(app: Sphinx, config: Config) -> None:
+    global kernel
     device = config.book_device
     if device not in DEVICES:
         raise ConfigError(f"book_device must be one of {', '.join(DEVICES)}, not {device!r}")
+    prepare_kernels(device)
+    # Before anything imports torch here: with a stub on PYTHONPATH, this process would get it too.
+    # The build driver asks the same before it starts Sphinx; this is for sphinx-build run by hand.
+    try:
+        kernel = check_kernel()
+    except KernelMismatch as error:
+        raise ConfigError(str(error)) from None
     device_name(device)
     if not Path(config.book_cache_root).is_absolute():
         config.book_cache_root = str(Path(app.confdir, config.book_cache_root))
@@ -79,11 +111,9 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     # so one build reports every unexpected (or missing) error of every page.
     config.nb_execution_allow_errors = True
     config.nb_execution_raise_on_error = False
-    prepare_kernels(device)
-    root = Path(app.confdir)
-    executor.sources_root = root
-    executor.watched_sources = [root / "conf.py", root / "book_extensions", root / "examples",
-                                Path(app.srcdir).parent]
+    executor.configure(Path(app.confdir), Path(app.srcdir).parent, limit=config.book_output_limit,
+                       build_folders=[Path(app.outdir), Path(app.doctreedir), Path(config.book_cache_root)],
+                       log=Path(app.doctreedir, "book-writes.log"))
     # Prose names the torch that built the page as {{ torch_version }}, never as a literal.
     config.myst_substitutions = {**config.myst_substitutions, "torch_version": torch_version()}
     if device != "cpu":
@@ -97,13 +127,26 @@ def prepare_kernels(device: str) -> None:
     """Kernels inherit the environment of the process that starts them.
 
     The startup file sets the device and output style; the repository on their path
-    lets pages draw figures with book_extensions.kernel.figures.
+    lets pages draw figures with book_extensions.kernel.figures. IPYTHONDIR is replaced,
+    even where the user set it: any profile's startup files and config (print options,
+    display formats) would change outputs that the cache key does not see.
     """
     os.environ["PYTHONSTARTUP"] = str(KERNEL_STARTUP)
     os.environ["BOOK_DEVICE"] = device
+    os.environ["IPYTHONDIR"] = empty_ipython_dir()
     root = str(Path(__file__).resolve().parent.parent)
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join([root, *[p for p in paths if p != root]])
+
+
+@cache
+def empty_ipython_dir() -> str:
+    """An IPython folder of this process's own, which nobody can have put startup files in.
+
+    Removed when the process ends (Sphinx's parallel readers end without running atexit)."""
+    folder = tempfile.mkdtemp(prefix="book-ipython-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def keep_build_files_out_of_the_site(app: Sphinx) -> None:
@@ -134,6 +177,9 @@ def executed_notebook(app: Sphinx, docname: str):
 def report_failed_execution(app: Sphinx, docname: str, exec_data: dict) -> None:
     """A page whose execution did not finish: the page, the cell and the cause, in one line."""
     error, detail = exec_data.get("error"), exec_data.get("book_detail") or ""
+    if error == "CacheWriteError":  # the page ran, but its outputs could not be stored
+        logger.warning(detail, location=docname, type="book", subtype="cache")
+        return
     where, location = "", docname
     index = exec_data.get("book_cell")
     notebook = source_notebook(app, docname)
@@ -149,6 +195,8 @@ def report_failed_execution(app: Sphinx, docname: str, exec_data: dict) -> None:
         reason = (f"the book's sources changed while this page executed: {detail}; if a cell "
                   "wrote there, restore them (git checkout) and let the page write only in its "
                   "working folder; if you edited them, build again")
+    elif error == "PageProblem":  # the executor's own one-line reason, naming the cell
+        reason = detail
     else:
         reason = f"execution stopped with {error}{where}" + (f": {detail}" if detail else "")
     logger.warning(
@@ -212,11 +260,6 @@ def write_executions(app: Sphinx, exception: Exception | None) -> None:
 
 def setup(app: Sphinx) -> None:
     executor.install()
-    app.add_config_value("book_device", os.environ.get("BOOK_DEVICE", "cpu"), "env", str)
-    app.add_config_value("book_cache_root", ".jupyter_cache", "", str)
-    app.add_config_value("book_repository", "", "env", str)
-    # Per code cell: the largest output of the book is about 15,000 characters (a figure).
-    app.add_config_value("book_output_limit", 100_000, "env", int)
     app.connect("config-inited", configure_execution)
     app.connect("builder-inited", keep_build_files_out_of_the_site, priority=600)
     app.connect("env-before-read-docs", on_env_before_read_docs)

@@ -1,16 +1,17 @@
 """The provenance page: what built the book, and where each page's outputs came from.
 
 The ``{build-provenance}`` directive leaves a placeholder that is filled when the
-page is written, after every page has been read: the versions of torch, Python and
-the toolchain, the device, the build date, and per page when its outputs were
+page is written, after every page has been read: the versions of torch and Python
+the pages' kernel ran (:func:`.execution.check_kernel`), of the toolchain, the device, the build date, and per page when its outputs were
 produced, how long executing it took, and whether this build executed it or took
-it from the cache. The page is rewritten on every build.
+it from the cache. The page is rewritten on every build that starts Sphinx; a rebuild with
+nothing changed starts none and publishes nothing (tools/build.py), so the page keeps
+describing the build that made the site.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import platform
 from datetime import UTC, datetime
 
 from docutils import nodes
@@ -19,7 +20,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 from . import page_state
-from .execution import device_name
+from .execution import device_name, python_version, torch_version
 from .layout import table
 from .messages import message
 
@@ -66,8 +67,9 @@ def reading_order(env) -> list[str]:
 def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     say = lambda key, **values: message(key).format(**values)  # noqa: E731
     for placeholder in list(doctree.findall(provenance_placeholder)):
-        versions = [[name, importlib.metadata.version(name)] for name in PACKAGES]
-        versions.insert(1, ["Python", platform.python_version()])
+        versions = [[name, torch_version() if name == "torch" else importlib.metadata.version(name)]
+                    for name in PACKAGES]
+        versions.insert(1, ["Python", python_version()])
         summary = nodes.paragraph("", say(
             "provenance_build", device=device_name(app.config.book_device),
             date=datetime.now(UTC).strftime("%Y-%m-%d")))

@@ -2,7 +2,9 @@
 
 - a cell that should raise declares ``expect_error: {type: ..., message: ...}``; every
   other error, and every declared error that did not happen, is reported with its cell;
-- a cell may show at most ``book_output_limit`` characters;
+- a cell may show at most ``book_output_limit`` characters: the executor stops a page as
+  soon as one of its cells shows more; a cached page is checked here again, in case the
+  limit was lowered since it ran (control characters are the executor's alone to refuse);
 - object addresses (``at 0x7f…``) are blanked, and a build machine's paths are refused.
 """
 
@@ -57,6 +59,11 @@ def output_size(cell) -> int:
     return size
 
 
+def too_much_output(where: str, size: int, limit: int) -> str:
+    return (f"{where} shows {size:,} characters of output, more than the {limit:,} a cell may "
+            "show; print a summary or a slice")
+
+
 def check_cells(app: Sphinx, docname: str, notebook) -> int:
     """Warn about every cell whose errors differ from what it declares; count them."""
     problems = 0
@@ -74,8 +81,7 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
         raised = f"{errors[0].ename}: {errors[0].evalue}" if errors else None
         size, limit = output_size(cell), app.config.book_output_limit
         if size > limit:
-            warn(f"{where} shows {size:,} characters of output, more than the {limit:,} a cell may "
-                 "show; print a summary or a slice", location, "output_size")
+            warn(too_much_output(where, size, limit), location, "output_size")
         if "raises-exception" in cell.metadata.get("tags", []):
             warn(f"{where}: the 'raises-exception' tag passes even when nothing is raised; "
                  "declare expect_error: {type: ..., message: ...} instead", location, "expect_error")

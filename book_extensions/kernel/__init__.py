@@ -2,7 +2,9 @@
 
 - :mod:`.startup`: the kernel's startup file (default device, short tracebacks,
   warnings without paths, output flushed once per cell);
-- :mod:`.figures`: the computational-graph figures that pages draw.
+- :mod:`.figures`: the computational-graph figures that pages draw;
+- :mod:`.writes`: notes the files a page writes in the book's repository (an audit hook),
+  so that the build blames the page that wrote them.
 
 Everything here is part of the execution cache's key: editing it re-executes the book.
 """

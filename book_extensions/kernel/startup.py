@@ -37,3 +37,7 @@ if _device != "cpu":
     torch.set_default_device(_device)
 
 del os, sys, warnings, get_ipython, _format_warning, _device, _stream
+
+# Notes the files the page writes in the book's repository, so that the build blames the
+# page that wrote them (kernel/writes.py); binds no name a cell could use.
+__import__("book_extensions.kernel.writes")

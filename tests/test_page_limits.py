@@ -1,0 +1,158 @@
+"""What a page may do while it runs: how much it shows, which characters, the processes it
+leaves and the files it writes; each fault is one line naming the page, and nothing of
+the page is cached."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import nbformat
+import psutil
+from books import FIXTURES, ROOT, Build
+
+from book_extensions import executor
+
+
+def build(docs: Path, work: Path, cache: Path, limit_s: int, **environment: str) -> tuple[Build, float]:
+    """Like books.build_book (html, English, with more ``environment``), but the build's
+    whole process group is stopped after ``limit_s``: a build that hangs fails here
+    instead of running on."""
+    out = work / "_build"
+    command = [sys.executable, "-m", "book_extensions.tools.build", "html", "-q", "--language", "en",
+               "--docs", str(docs), "--out", str(out), "--cache-root", str(cache)]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True, env={**os.environ, **environment})
+    try:
+        output, _ = process.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise AssertionError(f"the build did not finish in {limit_s} s") from None
+    return Build(process.returncode, output, out, cache), time.perf_counter() - started
+
+
+def warning(output: str, page: str, text: str) -> str:
+    """The one warning line that names ``page`` and says ``text``."""
+    found = [line for line in output.splitlines() if "WARNING" in line and page in line and text in line]
+    assert len(found) == 1, (page, text, output)
+    return found[0]
+
+
+def rendered(run: Build) -> str:
+    """The page as the build rendered it, whether the failed build published it or not."""
+    (page,) = run.out.rglob("html*/en/index.html")
+    return page.read_text(encoding="utf8")
+
+
+def cached_pages(cache_root: Path) -> set[str]:
+    from jupyter_cache import get_cache
+
+    return {Path(r.uri).name for folder in cache_root.iterdir() if folder.is_dir()
+            for r in get_cache(str(folder)).list_cache_records()}
+
+
+def test_a_flood_of_output_fails_in_seconds_and_is_neither_cached_nor_rendered(tmp_path):
+    # One 5 MB line: myst-nb's carriage-return handling takes minutes on it, so the build
+    # must stop the page before rendering; and again on the next build (nothing cached).
+    for attempt in range(2):
+        run, seconds = build(FIXTURES / "run_flood" / "docs", tmp_path / f"work{attempt}", tmp_path / "cache", 120)
+        assert run.returncode == 1, run.output
+        assert seconds < 30, seconds
+        warning(run.output, "en/index.md:16", "code cell 2 shows 5,000,001 characters of output, more than the "
+                "100,000 a cell may show; print a summary or a slice")
+        assert "index.md" not in cached_pages(run.cache)
+        page = rendered(run)
+        assert "fine" in page and "x" * 1000 not in page
+
+
+def test_control_characters_are_refused_and_colour_is_kept(build_fixture):
+    run = build_fixture("run_control", "html", "--language", "en")
+    assert run.returncode == 1, run.output
+    warning(run.output, "en/index.md:16", r"code cell 2 shows the control character \x07, which a page "
+            "cannot show; leave it out or print its repr()")
+    page = rendered(run)
+    assert "\x07" not in page and "\x0c" not in page
+    assert '<span class=" -Color -Color-Red">red</span>' in page  # code cell 1's colour, as myst-nb shows it
+
+
+def sleeping(seconds: str) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if process.info["cmdline"] == ["sleep", seconds]:
+            found.append(process)
+    return found
+
+
+def test_processes_a_page_leaves_running_are_reported_and_stopped(build_fixture):
+    try:
+        run = build_fixture("run_processes", "html", "--language", "en")
+        assert run.returncode == 1, run.output
+        warning(run.output, "en/index.md:", "code cell 1 left 2 processes running (sleep 41.25 / sleep 41.5): "
+                "a page must wait for what it starts; it was stopped")
+        assert sleeping("41.25") == [] and sleeping("41.5") == []
+    finally:  # what an older build leaves running
+        for process in sleeping("41.25") + sleeping("41.5"):
+            process.kill()
+
+
+def test_a_process_that_writes_after_its_page_gets_that_page_blamed(tmp_path):
+    # The page that started it is reported; the page running when it would have written is not.
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "run_late_write" / "docs", docs)
+    late = docs / "en" / "late.txt"
+    run, _ = build(docs, tmp_path / "work", tmp_path / "cache", 300, BOOK_TEST_LATE=str(late))
+    assert run.returncode == 1, run.output
+    warning(run.output, "en/index.md:", 'code cell 1 left 2 processes running (sh -c sleep 3; echo late > '
+            '"$BOOK_TEST_LATE" / sleep 3): a page must wait for what it starts; it was stopped')
+    assert "slow.md" not in "\n".join(line for line in run.output.splitlines() if "WARNING" in line)
+    time.sleep(3)  # when it would have written
+    assert not late.exists()
+
+
+def test_a_page_that_writes_at_the_repository_root_is_blamed(tmp_path):
+    # The docs' repository is watched whole, not only some of its folders.
+    repository = tmp_path / "book"
+    shutil.copytree(FIXTURES / "run_repo_write" / "docs", repository / "docs")
+    (repository / "README.md").write_text("# A book\n")
+    (repository / "requirements.txt").write_text("torch\n")
+    (repository / "results").mkdir()
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    run, _ = build(repository / "docs", tmp_path / "work", tmp_path / "cache", 300,
+                   BOOK_TEST_REPOSITORY=str(repository))
+    assert run.returncode == 1, run.output
+    warning(run.output, "en/index.md", "the book's sources changed while this page executed: "
+            f"{repository}/README.md, {repository}/requirements.txt, {repository}/results/x.json; "
+            "if a cell wrote there, restore them")
+    assert "index.md" not in cached_pages(run.cache)
+
+
+def run_page(source: str) -> tuple[str | None, str]:
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    result = executor.execute(notebook, timeout=60)
+    return result.error, result.detail
+
+
+def test_of_two_pages_running_at_once_only_the_one_that_wrote_is_blamed(tmp_path, monkeypatch):
+    # Parallel readers: page B's comparison sees what page A wrote while B ran.
+    repository = tmp_path / "book"
+    repository.mkdir()
+    readme = repository / "README.md"
+    readme.write_text("# A book\n")
+    # As the build starts kernels: from the startup file, which loads kernel/writes.py.
+    monkeypatch.setenv("PYTHONSTARTUP", str(ROOT / "book_extensions" / "kernel" / "startup.py"))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setattr(executor, "watched_sources", [repository])
+    monkeypatch.setattr(executor, "sources_root", repository)
+    monkeypatch.setattr(executor, "writes_log", tmp_path / "writes.log", raising=False)
+    writer = f"import time\ntime.sleep(1)\nopen({str(readme)!r}, 'a').write('x')"
+    with ProcessPoolExecutor(2) as pool:
+        wrote, waited = pool.map(run_page, [writer, "import time\ntime.sleep(5)"])
+    assert wrote == ("SourcesChanged", "README.md")
+    assert waited == (None, "")

@@ -10,12 +10,23 @@ cache). This module is what the Sphinx builds do for them:
   date), since a reader holding a PDF cannot open the provenance page;
 - a page links its executed notebook only on the web (a relative link means nothing in
   a PDF), and links the offline editions of its language that exist when the site is
-  built; the site then carries them under ``offline/``.
+  built, and were built from the same sources; the site then carries them under ``offline/``.
+
+An edition built from other sources (older pages, another branch) would be published as
+if it were this book: :mod:`.tools.editions` writes beside each edition a stamp, the
+digest of the sources it was built from (:func:`sources_digest`), and an html build
+whose sources digest to something else leaves that edition out and says so in one line.
+That line is no warning: the edition is another command's output (``nox -s pdf``), the
+site stays right without it, and a prose edit must not fail ``nox -s docs`` until the
+PDF is printed again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,21 +37,102 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from .languages import current_language
 from .messages import message
-from .tools.editions import KINDS, OFFLINE
-from .tools.editions import file_name as edition_file_name
 
 OFFLINE_BUILDERS = ("singlehtml", "epub")
+OFFLINE = "offline"  # in the site: <language>/offline/; in the build: <out>/<device>/offline/<language>/
+KINDS = ("pdf", "epub")
+
+
+def edition_file_name(slug: str, code: str, kind: str) -> str:
+    """An edition's file name, in the build (:mod:`.tools.editions` writes it) and in the site."""
+    return f"{slug}-{code}.{kind}"
 
 
 def file_name(config: Config, kind: str) -> str:
     return edition_file_name(config.book_slug, current_language(config)["code"], kind)
 
 
+PACKAGE = Path(__file__).resolve().parent
+STAMP_SUFFIX = ".sources"  # <edition>.sources: the digest of the sources it was built from
+
+
+def files_under(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*") if path.is_file() and "__pycache__" not in path.parts)
+
+
+def sources_digest(docs: Path, code: str, confdir: Path, device: str) -> str:
+    """What one language's edition is made from: its pages and the files every language
+    shares (the term list), conf.py, the extensions with their tools, the example programs
+    pages include, the records pages show, the pinned toolchain; and its language and device."""
+    root = PACKAGE.parent
+    digest = hashlib.sha256(f"{code}\n{device}\n".encode())
+    groups = [
+        (docs / code, files_under(docs / code)),
+        (docs, sorted(path for path in docs.iterdir() if path.is_file())),
+        (confdir, [confdir / "conf.py"]),
+        (root, [*files_under(PACKAGE), *files_under(root / "examples"),
+                *sorted((root / "results").glob("*.json")), root / "requirements.txt"]),
+    ]
+    for base, paths in groups:
+        for path in paths:
+            if path.is_file():
+                digest.update(f"{path.relative_to(base).as_posix()}\n".encode())
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def stamp_of(edition: Path) -> Path:
+    return edition.with_name(edition.name + STAMP_SUFFIX)
+
+
+def write_stamp(edition: Path, digest: str) -> None:
+    """Say what ``edition`` was built from; written after the edition, so that a run
+    stopped between the two leaves an edition that no stamp vouches for."""
+    stamp = stamp_of(edition)
+    partial = stamp.with_name(stamp.name + ".partial")
+    partial.write_text(digest + "\n", encoding="utf8")
+    os.replace(partial, stamp)
+
+
+def device_folder(app: Sphinx) -> Path:
+    """<out>/<device>: what the output's and the doctrees' folders have in common."""
+    return Path(os.path.commonpath([Path(app.outdir).resolve(), Path(app.doctreedir).resolve()]))
+
+
+def current_editions(app: Sphinx) -> list[Path]:
+    """The offline editions of this language that the build folder holds, built from the
+    sources this build reads; one line for each one left out."""
+    code = current_language(app.config)["code"]
+    folder = device_folder(app) / OFFLINE / code
+    held = [path for path in (folder / file_name(app.config, kind) for kind in KINDS) if path.is_file()]
+    if not held:
+        return []
+    digest = sources_digest(Path(app.srcdir).parent, code, Path(app.confdir), app.config.book_device)
+    current = []
+    for path in held:
+        try:
+            built_from = stamp_of(path).read_text(encoding="utf8").strip()
+        except OSError:
+            built_from = None
+        if built_from == digest:
+            current.append(path)
+            continue
+        # Printed, not logged: -q hides Sphinx's info lines, and this is no warning (see above).
+        print(f"{path.relative_to(folder.parent.parent).as_posix()} was not built from these sources"
+              f"{'' if built_from else f' (it has no {stamp_of(path).name})'}: run `nox -s {path.suffix[1:]}` "
+              "again; until then the site neither links nor carries it", file=sys.stderr, flush=True)
+    return current
+
+
+def find_current_editions(app: Sphinx) -> None:
+    """Once per html build, before any page is read or written (parallel writers inherit it)."""
+    if app.builder.name == "html":
+        app.env.book_current_editions = current_editions(app)
+
+
 def built_editions(app: Sphinx) -> list[Path]:
-    """The offline editions of this language that the build folder holds now."""
-    folder = Path(app.outdir).parent.parent / OFFLINE / current_language(app.config)["code"]
-    paths = [folder / file_name(app.config, kind) for kind in KINDS]
-    return [path for path in paths if path.is_file()]
+    """The offline editions of this language that the site links and carries."""
+    return getattr(app.env, "book_current_editions", [])
 
 
 def configure_epub(app: Sphinx, config: Config) -> None:
@@ -97,12 +189,14 @@ def edition_links(app: Sphinx, docname: str) -> list[nodes.Node]:
 
 def title_page_provenance(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     """Under the book's title in an offline edition: what produced its outputs, and when."""
-    from .execution import device_name, torch_version
+    from .devices import device_name
 
     if app.builder.name not in OFFLINE_BUILDERS or docname != app.config.root_doc:
         return
+    # The torch the pages' kernel imported, as the pages name it ({{ torch_version }}, set by
+    # execution.py): read from the settings, since execution.py imports this module.
     text = message("edition_provenance").format(
-        torch=torch_version(), device=device_name(app.config.book_device),
+        torch=app.config.myst_substitutions["torch_version"], device=device_name(app.config.book_device),
         date=datetime.now(UTC).strftime("%Y-%m-%d"))
     title = next(doctree.findall(nodes.title), None)
     note = nodes.paragraph(text, text, classes=["book-edition-provenance"])
@@ -181,12 +275,12 @@ def copy_editions_into_site(app: Sphinx, exception) -> None:
 
 
 def setup(app: Sphinx) -> None:
-    app.add_config_value("book_slug", "book", "env", str)
     app.add_node(download_links)
     app.add_post_transform(ShowHiddenCells)
     app.add_post_transform(OfflineLinks)
     app.connect("config-inited", configure_epub)
     app.connect("builder-inited", offline_builder_settings)
+    app.connect("builder-inited", find_current_editions)
     app.connect("doctree-resolved", fill_download_links)
     app.connect("doctree-resolved", title_page_provenance)
     app.connect("html-page-context", epub_page, priority=900)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from books import FIXTURES, ROOT, Build, build_book
+from books import FIXTURES, ROOT, Build, book_cache, build_book
 
 from book_extensions.tools.weight import CHROMIUM_FLAGS, chromium_path, serve
 
@@ -44,12 +43,9 @@ def fixture_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def book(tmp_path_factory):
-    """The real book, both languages, built once per test run."""
+    """The real book, both languages, built once per test run (into a cache of its own: book_cache)."""
     work = tmp_path_factory.mktemp("book")
-    # The book's own cache, as `nox -s docs` uses it: `nox -s doctest` then runs warm.
-    # BOOK_TEST_CACHE names another (a copy), so that two test runs need not wait on its lock.
-    cache = Path(os.environ.get("BOOK_TEST_CACHE") or ROOT / ".jupyter_cache")
-    build = build_book(ROOT / "docs", work, cache=cache)
+    build = build_book(ROOT / "docs", work, cache=book_cache(work))
     assert build.returncode == 0, build.output
     return build
 

@@ -97,7 +97,7 @@ def test_the_committed_cpu_record_matches_this_build(book):
     from book_extensions import records
 
     committed = json.loads((ROOT / "results" / "cpu.json").read_text(encoding="utf8"))
-    fresh = records.record("cpu", records.cache_dir_for("cpu", ROOT / ".jupyter_cache"), ROOT / "docs")
+    fresh = records.record("cpu", records.cache_dir_for("cpu", book.cache), ROOT / "docs")
     assert committed["pages"] == fresh["pages"], "results/cpu.json is out of date: run `nox -s docs` and commit it"
     assert committed["torch"] == fresh["torch"]
 

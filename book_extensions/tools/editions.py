@@ -5,7 +5,8 @@
 
 Both take the book's outputs from the execution cache the HTML build filled, so they
 execute nothing after it. They write ``<out>/<device>/offline/<language>/<slug>-<language>.pdf``
-(or ``.epub``), which the next HTML build links from every page and copies into the site.
+(or ``.epub``), and beside it ``<file>.sources``, the digest of the sources it was built from;
+the next HTML build of the same sources links it from every page and copies it into the site.
 
 Why these routes. The PDF is Chromium's print of Sphinx's ``singlehtml`` build: the pages
 look as they do on the web (the outputs, figures, tables and the error atlas's messages
@@ -27,15 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..editions import OFFLINE, edition_file_name, sources_digest, write_stamp
 from . import build
-
-OFFLINE = "offline"  # in the site: <language>/offline/; in the build: <out>/<device>/offline/<language>/
-KINDS = ("pdf", "epub")
-
-
-def file_name(slug: str, code: str, kind: str) -> str:
-    """An edition's file name, in the build and in the site (editions.py links it)."""
-    return f"{slug}-{code}.{kind}"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -57,7 +51,14 @@ def languages_of(args: argparse.Namespace) -> list[dict]:
 
 def target(args: argparse.Namespace, code: str, kind: str) -> Path:
     slug = build.book_config(args.confdir).get("book_slug", "book")
-    return args.out / args.device / OFFLINE / code / file_name(slug, code, kind)
+    return args.out / args.device / OFFLINE / code / edition_file_name(slug, code, kind)
+
+
+def digests(args: argparse.Namespace) -> dict[str, str]:
+    """Each language's sources, taken before the build reads them: an edit made while it
+    runs leaves the edition stale, not stamped with sources it never saw."""
+    return {language["code"]: sources_digest(args.docs, language["code"], args.confdir, args.device)
+            for language in languages_of(args)}
 
 
 def sphinx_build(args: argparse.Namespace, builder: str) -> int:
@@ -156,6 +157,7 @@ def make_pdf(args: argparse.Namespace) -> int:
     if not os.path.exists(chromium_path()):
         print("error: Chromium is missing (apt-get install chromium, or set CHROMIUM)", file=sys.stderr)
         return 2
+    sources = digests(args)
     if sphinx_build(args, "singlehtml"):
         return 1
     for language in languages_of(args):
@@ -167,6 +169,7 @@ def make_pdf(args: argparse.Namespace) -> int:
         except PdfError as error:
             print(f"error: [{code}] {error}", file=sys.stderr)
             return 1
+        write_stamp(path, sources[code])
         print(f"[{code}] pdf: {path} ({path.stat().st_size / 1e6:.1f} MB, printed in "
               f"{time.perf_counter() - started:.1f} s)", flush=True)
     return 0
@@ -188,6 +191,7 @@ def epubcheck(path: Path) -> list[str]:
 
 
 def make_epub(args: argparse.Namespace) -> int:
+    sources = digests(args)
     if sphinx_build(args, "epub"):
         return 1
     failed = False
@@ -209,6 +213,7 @@ def make_epub(args: argparse.Namespace) -> int:
         partial.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, partial)
         replace(partial, path)
+        write_stamp(path, sources[code])
         print(f"[{code}] epub: {path} ({path.stat().st_size / 1e6:.1f} MB, passes EPUBCheck)", flush=True)
     return 1 if failed else 0
 

@@ -1,0 +1,126 @@
+"""Every published file is clean: no build-machine path in a figure, a notebook, an EPUB
+(book_extensions/artifacts.py), and no offline edition built from other sources
+(book_extensions/editions.py); the test suite's own execution caches (tests/books.py)."""
+
+import json
+import re
+import sqlite3
+import zipfile
+from contextlib import closing
+from urllib.parse import quote
+
+import books
+from books import ROOT
+
+GOOD_EDITION = "cutting-the-graph-en.pdf"  # conf.py's book_slug, the good fixture's English
+
+
+def build_path_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if "[book.build_path]" in line]
+
+
+def test_a_figure_or_a_notebook_that_shows_a_build_path_fails_every_build(build_fixture):
+    # The pages show nothing of the machine: the path is in an SVG's <desc> and in a
+    # display's metadata, which only the published files carry.
+    for attempt in ("first", "again"):  # sticky: the check reads the output, not the cache
+        build = build_fixture("artifact_paths", "html", "--language", "en")
+        assert build.returncode != 0, (attempt, build.output)
+        lines = build_path_lines(build.output)
+        assert any(re.search(r"WARNING: en/_images/\w+\.svg \(shown on figure\.md\) holds a build-machine "
+                             r"path \(the \w[\w ']+\): ….*drawn in /", line) for line in lines), lines
+        assert any("en/_notebooks/figure.ipynb holds a build-machine path" in line for line in lines), lines
+        assert any("en/_notebooks/metadata.ipynb holds a build-machine path (the toolchain)" in line
+                   for line in lines), lines
+        assert len(lines) == 3, lines  # one line per file; the clean index page is not named
+
+
+def test_every_written_form_of_a_path_is_found_and_only_a_path(tmp_path):
+    from book_extensions.artifacts import leaks
+
+    machine = "/home/builder/my book"
+    paths = [(machine, "the repository root"), ("/tmp", "the temp folder")]
+    site = tmp_path / "site"
+    site.mkdir()
+    written = {
+        "plain.txt": f"see {machine}/docs/en",
+        "quoted.html": f'<a href="file://{quote(machine)}/x.html">x</a>',
+        "wrapped.html": f"<pre>{machine.replace('/', '/<wbr>')}/<wbr>docs</pre>",
+        "escaped.json": json.dumps({"where": f"{machine}/\u00e9"}, ensure_ascii=True),
+        "at-the-end.svg": "<desc>drawn in /tmp</desc>",
+        "not-a-path.js": "mount('/tmpfs'); load('/tmp.d'); const home = '/home/builder/my books';",
+    }
+    for name, text in written.items():
+        (site / name).write_text(text, encoding="utf8")
+    (site / "figure.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe/tmp/x")  # binary: not read
+    with zipfile.ZipFile(site / "book.epub", "w") as epub:
+        epub.writestr("EPUB/index.xhtml", f"<p>{machine}/docs</p>")
+    found = {rel: kind for rel, kind, _ in leaks(site, paths)}
+    assert found == {
+        "plain.txt": "the repository root",
+        "quoted.html": "the repository root",
+        "wrapped.html": "the repository root",
+        "escaped.json": "the repository root",
+        "at-the-end.svg": "the temp folder",
+        "book.epub:EPUB/index.xhtml": "the repository root",
+    }
+
+
+def fake_edition(build_out, stamp: str | None):
+    folder = build_out / "cpu" / "offline" / "en"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / GOOD_EDITION).write_bytes(b"%PDF-1.4 an edition of some other day\n")
+    if stamp is not None:
+        (folder / f"{GOOD_EDITION}.sources").write_text(stamp + "\n", encoding="utf8")
+
+
+def test_an_edition_built_from_other_sources_is_neither_linked_nor_published(build_fixture, tmp_path):
+    out = tmp_path / "_build"
+    for stamp, why in ((None, f" (it has no {GOOD_EDITION}.sources)"), ("0" * 64, "")):
+        fake_edition(out, stamp)
+        build = build_fixture("good", "html", "--language", "en")
+        assert build.returncode == 0, build.output  # not the book's error: an info line, no link
+        assert (f"offline/en/{GOOD_EDITION} was not built from these sources{why}: run `nox -s pdf` again; "
+                "until then the site neither links nor carries it") in build.output, build.output
+        site = build.site() / "en"
+        assert "book-pdf" not in (site / "index.html").read_text(encoding="utf8")
+        assert not (site / "offline").exists()
+    # Stamped with these sources (as `nox -s pdf` stamps it), it is linked and carried.
+    from book_extensions.editions import sources_digest
+
+    fake_edition(out, sources_digest(ROOT / "tests" / "fixtures" / "good" / "docs", "en", ROOT, "cpu"))
+    build = build_fixture("good", "html", "--language", "en")
+    assert build.returncode == 0 and "not built from these sources" not in build.output, build.output
+    assert f'href="offline/{GOOD_EDITION}"' in (build.site() / "en" / "index.html").read_text(encoding="utf8")
+    assert (build.site() / "en" / "offline" / GOOD_EDITION).is_file()
+
+
+def test_the_test_suites_cache_is_a_copy_that_drops_records_without_their_notebook(tmp_path):
+    source, copy = tmp_path / "cache", tmp_path / "copy"
+    (source / "executed" / "kept").mkdir(parents=True)
+    (source / "executed" / "kept" / "base.ipynb").write_text("{}")
+    (source / "__version__.txt").write_text("1")
+    (source / "book-cache.lock").write_text("")
+    with closing(sqlite3.connect(source / "global.db")) as database:
+        database.execute("create table nbcache (pk integer primary key, hashkey text)")
+        database.executemany("insert into nbcache values (?, ?)", [(1, "kept"), (2, "gone")])
+        database.commit()
+        # A writer in the middle of a transaction: the copy reads the last committed state.
+        database.execute("insert into nbcache values (3, 'uncommitted')")
+        books.copy_cache(source, copy)
+    with closing(sqlite3.connect(copy / "global.db")) as database:
+        assert database.execute("select hashkey from nbcache").fetchall() == [("kept",)]
+    assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*")) == [
+        "__version__.txt", "executed", "executed/kept", "executed/kept/base.ipynb", "global.db"]
+
+
+def test_the_suites_book_is_built_with_a_seeded_copy_of_the_repositorys_cache(monkeypatch, tmp_path):
+    from book_extensions.cache_key import cache_dir
+
+    monkeypatch.delenv("BOOK_TEST_CACHE", raising=False)
+    cache = books.book_cache(tmp_path)
+    repository = ROOT / ".jupyter_cache"
+    assert cache.is_relative_to(tmp_path)
+    if (cache_dir(repository, "cpu") / "global.db").exists():  # seeded with what `nox -s docs` executed
+        assert (cache_dir(cache, "cpu") / "global.db").exists()
+    monkeypatch.setenv("BOOK_TEST_CACHE", str(tmp_path / "own"))
+    assert books.book_cache(tmp_path / "elsewhere") == tmp_path / "own"

@@ -2,6 +2,8 @@
 
 Each module handles one concern and has its own ``setup``:
 
+- :mod:`.config`: every ``book_*`` setting, declared, registered and checked in one place
+  (the build driver and the tools read conf.py through it too);
 - :mod:`.languages`: per-language settings, hreflang links and the language switch;
 - :mod:`.execution`: the kernel's device, the execution cache, and what the build does
   with each page's execution (its provenance line);
@@ -23,17 +25,20 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.typography`: a CJK edition's spacing and punctuation (autocorrect-py on its sources,
   and checks on its pages once every link has its text);
 - :mod:`.offline`: the built site loads nothing from other hosts;
+- :mod:`.artifacts`: no published file (figure, notebook, search index, edition) shows
+  a build machine's folders;
 - :mod:`.assets`: the themes' stylesheets cut to the rules the pages can use, and Font
   Awesome to the icons they show (a lighter first load);
 - :mod:`.records`: what every code cell printed, recorded per device and release, and compared;
-- :mod:`.devices`: the "CPU vs CUDA" page;
+- :mod:`.devices`: the device a build names, and the "CPU vs CUDA" page;
+- :mod:`.release_list`: the torch releases of torch-releases.txt (standard library only);
 - :mod:`.releases`: records under older torch releases, and what changed between them;
 - :mod:`.site`: Open Graph tags, the footer, and each language's manifest for the site root;
 - :mod:`.site_root` (run by the build driver): the language chooser, 404, robots.txt, sitemap.xml;
 - :mod:`.provenance`: the page that says what built the book.
 
 Code that runs inside the pages' kernels is in :mod:`.kernel`; the command-line tools
-(build, serve, bench, weight, determinism, toolchain) are in :mod:`.tools`.
+(build and its publishing step, serve, bench, weight, determinism, releases, toolchain) are in :mod:`.tools`.
 
 Where the book leans on another project's internals or copies its files, and why:
 :mod:`.upstream` lists every case; ``tests/test_upstream.py`` fails when one moves.
@@ -42,7 +47,9 @@ Where the book leans on another project's internals or copies its files, and why
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions.tools.<tool>`` imports only what it needs.
     from . import (
+        artifacts,
         assets,
+        config,
         devices,
         editions,
         execution,
@@ -59,7 +66,7 @@ def setup(app) -> dict:
         typography,
     )
 
-    for module in (page_state, languages, layout, execution, editions, pages, parity, prose, typography, offline, assets, devices, releases,
-                   site, provenance):
+    for module in (config, page_state, languages, layout, execution, editions, pages, parity, prose,
+                   typography, offline, assets, devices, releases, site, provenance, artifacts):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,11 +21,11 @@ def index_parts(language: str, docs: Path = ROOT / "docs") -> list[list[str]]:
     """The pages each table of contents on a language's index lists: one list per part.
 
     Without a CUDA record the book's device page is left out (book_extensions/devices.py)."""
-    import runpy
+    from book_extensions import config
 
     index = (docs / language / "index.md").read_text(encoding="utf8")
     hidden = set() if (ROOT / "results" / "cuda.json").exists() else {
-        runpy.run_path(str(ROOT / "conf.py"))["book_device_page"]}
+        config.read(ROOT).book_device_page}
     return [[line.strip() for line in block.splitlines()
              if line.strip() and not line.startswith(":") and line.strip() not in hidden]
             for block in re.findall(r"```\{toctree\}\n(.*?)```", index, re.S)]
@@ -36,6 +39,10 @@ class Build:
 
     def site(self, device: str = "cpu") -> Path:
         return self.out / device / "html"
+
+    def work(self, device: str = "cpu") -> Path:
+        """Where Sphinx wrote: the site is replaced from it only when every language built."""
+        return self.out / device / "html-work"
 
 
 def build_book(docs: Path, work: Path, builder: str = "html", *options: str,
@@ -53,6 +60,49 @@ def build_book(docs: Path, work: Path, builder: str = "html", *options: str,
     env = {**os.environ, **({"TZ": tz} if tz else {})}
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
     return Build(result.returncode, result.stdout + result.stderr, out, cache)
+
+
+def copy_cache(source: Path, target: Path) -> None:
+    """Make ``target`` a copy of the execution cache ``source`` (one key's folder, as
+    cache_key.cache_dir names it), without waiting for or disturbing a build writing it.
+
+    The database is copied with sqlite's backup API, which reads one consistent state of
+    it even while a build commits; then each record's notebook. A record whose notebook
+    is gone by then (the build replaced it) is dropped: its page executes again.
+    Lock files are not copied: the copy has no writer yet.
+    """
+    target.mkdir(parents=True)
+    database = source / "global.db"
+    if not database.is_file():
+        return
+    with closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True, timeout=60)) as read, \
+            closing(sqlite3.connect(target / "global.db")) as copy:
+        read.backup(copy)
+        for pk, hashkey in copy.execute("select pk, hashkey from nbcache").fetchall():
+            try:
+                shutil.copytree(source / "executed" / hashkey, target / "executed" / hashkey)
+            except (FileNotFoundError, shutil.Error):
+                shutil.rmtree(target / "executed" / hashkey, ignore_errors=True)
+                copy.execute("delete from nbcache where pk = ?", (pk,))
+        copy.commit()
+    if (source / "__version__.txt").is_file():  # jupyter-cache's format version
+        shutil.copy2(source / "__version__.txt", target / "__version__.txt")
+
+
+def book_cache(work: Path) -> Path:
+    """The execution cache the suite builds the real book with: never the repository's, so
+    that the suite runs beside a `nox -s docs` and beside another test run.
+
+    A copy of the repository's (what the last `nox -s docs` executed) in ``work``, so that
+    the book is not executed again; or BOOK_TEST_CACHE, a cache root used as it is and kept
+    between runs."""
+    from book_extensions.cache_key import cache_dir
+
+    if os.environ.get("BOOK_TEST_CACHE"):
+        return Path(os.environ["BOOK_TEST_CACHE"])
+    cache = work / "cache"
+    copy_cache(cache_dir(ROOT / ".jupyter_cache", "cpu"), cache_dir(cache, "cpu"))
+    return cache
 
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"  # test artifacts of the browser tests

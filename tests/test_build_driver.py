@@ -1,0 +1,222 @@
+"""The build driver: failures that stick, a site replaced only by a good build, paths made
+absolute, one build per output folder, signals that stop everything, and a no-change rebuild
+that does not start Sphinx (book_extensions/tools/build.py, tools/publish.py)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from books import FIXTURES, ROOT, build_book
+from test_gates import assert_reported
+
+from book_extensions.execution import EXECUTIONS_FILE
+from book_extensions.tools import build as driver
+
+STICKY = [  # the four kinds of problem that passed the second build of an unchanged page
+    ("zh/problems.md:11", "the prose names a torch release ('2.13 版')"),
+    ("zh/problems.md:13", "half-width ',' after CJK text in '半角逗号紧跟汉字,应当报出'"),
+    ("zh/problems.md:15", "undefined label: 'no-such-label'"),
+    ("zh/problems.md:20", 'Duplicate explicit target name: "twice"'),
+]
+
+
+def test_every_problem_fails_every_build_until_it_is_fixed(build_fixture):
+    for _ in range(2):  # nothing changed in between
+        build = build_fixture("driver_sticky", "html", "--language", "zh")
+        assert build.returncode == 1, build.output
+        assert_reported(build.output, STICKY)
+        assert "[zh] html FAILED (exit 1)" in build.output
+    assert not (build.site() / "zh").exists()  # never published
+
+
+def site_files(site: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(site)): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def pages(tmp_path, fixture_cache):
+    """A copy of the driver_pages book, and a function that builds its English pages."""
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "driver_pages" / "docs", docs)
+
+    def build(tz: str | None = None):
+        return build_book(docs, tmp_path, "html", "--language", "en", cache=fixture_cache, tz=tz)
+    return docs, build
+
+
+def test_a_failed_build_leaves_the_published_site_as_it_was(pages):
+    docs, build = pages
+    good = build()
+    assert good.returncode == 0, good.output
+    before = site_files(good.site())
+    assert "en/second.html" in before
+    second = docs / "en" / "second.md"
+    second.write_text(second.read_text(encoding="utf8") + "\nNow with {ref}`a-broken-reference`.\n", encoding="utf8")
+    broken = build()
+    assert broken.returncode == 1
+    assert_reported(broken.output, [("en/second.md:12", "undefined label: 'a-broken-reference'")])
+    assert site_files(broken.site()) == before
+
+
+def test_a_removed_page_leaves_the_site_with_its_notebook(pages):
+    docs, build = pages
+    first = build()
+    assert first.returncode == 0, first.output
+    site = first.site() / "en"
+    assert (site / "old.html").is_file() and (site / "_notebooks" / "old.ipynb").is_file()
+    (docs / "en" / "old.md").unlink()
+    index = docs / "en" / "index.md"
+    index.write_text(index.read_text(encoding="utf8").replace("second\nold\n", "second\n"), encoding="utf8")
+    again = build()
+    assert again.returncode == 0, again.output
+    assert not (site / "old.html").exists() and not (site / "_notebooks" / "old.ipynb").exists()
+    assert not [p for p in site.rglob("*") if p.stem == "old"]
+    assert (site / "second.html").is_file() and (site / "_notebooks" / "index.ipynb").is_file()
+
+
+def read_pages(build, language: str = "en") -> list[str]:
+    report = build.out / "cpu" / "doctrees" / language / EXECUTIONS_FILE
+    return json.loads(report.read_text())["read"]
+
+
+def test_a_rebuild_with_nothing_changed_does_not_start_sphinx(pages):
+    docs, build = pages
+    first = build()
+    assert first.returncode == 0, first.output
+    assert read_pages(first) == ["index", "old", "second"]
+    before = site_files(first.site())
+    again = build()
+    assert again.returncode == 0, again.output
+    assert "[en] html unchanged in " in again.output and "html ok" not in again.output
+    assert read_pages(again) == []
+    assert site_files(again.site()) == before
+    # A change is built, and only it is read.
+    second = docs / "en" / "second.md"
+    second.write_text(second.read_text(encoding="utf8") + "\nOne more sentence.\n", encoding="utf8")
+    edited = build()
+    assert edited.returncode == 0, edited.output
+    assert "[en] html ok in " in edited.output and read_pages(edited) == ["second"]
+    assert "One more sentence." in (edited.site() / "en" / "second.html").read_text(encoding="utf8")
+    # What every page depends on (here the time zone; likewise book_extensions/ and conf.py):
+    # every page is read again.
+    elsewhere = build(tz="Asia/Shanghai")
+    assert elsewhere.returncode == 0, elsewhere.output
+    assert "[en] html ok in " in elsewhere.output and read_pages(elsewhere) == ["index", "old", "second"]
+
+
+def test_the_driver_names_the_executions_report_as_the_extensions_do():
+    assert driver.EXECUTIONS_FILE == EXECUTIONS_FILE
+
+
+def test_relative_paths_are_read_from_the_working_directory(tmp_path):
+    # Sphinx read a relative book_cache_root from the config folder (the repository): the
+    # cache landed there while the driver locked a folder in the working directory.
+    name = "driver-test-relative-cache"
+    docs = os.path.relpath(FIXTURES / "driver_pages" / "docs", tmp_path)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "book_extensions.tools.build", "html", "-q", "--language", "en",
+             "--docs", docs, "--out", "out", "--cache-root", name],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert list((tmp_path / name).glob("*/global.db")) and (tmp_path / name / "book-build.lock").exists()
+        assert not (ROOT / name).exists()
+        assert (tmp_path / "out" / "cpu" / "html" / "en" / "index.html").is_file()
+    finally:
+        shutil.rmtree(ROOT / name, ignore_errors=True)
+
+
+@pytest.mark.parametrize("inside", ["_build", "en/_build"])
+def test_an_output_folder_inside_the_docs_is_refused(tmp_path, inside):
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "driver_pages" / "docs", docs)
+    out = docs / inside
+    build = subprocess.run(
+        [sys.executable, "-m", "book_extensions.tools.build", "html", "-q", "--language", "en",
+         "--docs", str(docs), "--out", str(out), "--cache-root", str(tmp_path / "cache")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert build.returncode == 2
+    assert build.stdout + build.stderr == (
+        f"error: --out {out} is inside the docs folder {docs}: every page would see the build "
+        "change its sources; choose a folder outside it\n")
+    assert not out.exists()
+
+
+def sleeping_build(out: Path, cache: Path) -> subprocess.Popen:
+    """A build whose page's second cell sleeps (tests/fixtures/timeout), once its kernel runs."""
+    command = [sys.executable, "-m", "book_extensions.tools.build", "html", "-q", "--language", "en",
+               "--docs", str(FIXTURES / "timeout" / "docs"), "--out", str(out), "--cache-root", str(cache)]
+    build = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not any("ipykernel" in command_line(p) for p in descendants(build.pid)):
+        assert build.poll() is None and time.monotonic() < deadline, build.communicate()[0]
+        time.sleep(0.2)
+    time.sleep(2)  # into the sleeping cell
+    return build
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def command_line(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:  # gone, or a zombie
+        return ""
+
+
+def end(processes: list[psutil.Process]) -> None:
+    for process in processes:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+
+
+def test_a_second_build_into_the_same_output_is_refused_in_one_line(tmp_path):
+    out = tmp_path / "_build"
+    first = sleeping_build(out, tmp_path / "cache-1")
+    left = descendants(first.pid)
+    try:
+        second = build_book(FIXTURES / "driver_pages" / "docs", tmp_path, "html", "--language", "en",
+                            cache=tmp_path / "cache-2")
+        assert second.returncode == 2
+        assert second.output == (f"error: another build is writing {out / 'cpu'}: wait for it to finish, "
+                                 "or give this one its own --out\n")
+    finally:
+        os.kill(first.pid, signal.SIGTERM)
+        first.communicate(timeout=120)
+        end(left)
+
+
+def test_sigterm_stops_sphinx_and_its_kernel_then_says_so_in_one_line(tmp_path):
+    from filelock import FileLock
+
+    out = tmp_path / "_build"
+    build = sleeping_build(out, tmp_path / "cache")
+    left = descendants(build.pid)  # Sphinx and the page's kernel
+    assert len(left) >= 2
+    try:
+        os.kill(build.pid, signal.SIGTERM)
+        output, _ = build.communicate(timeout=120)
+        assert build.returncode == 143, output
+        assert output.strip().splitlines() == ["error: the build was stopped by SIGTERM; run it again to finish"]
+        # Gone before the driver was: it held the lock until then.
+        assert not [p for p in left if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        with FileLock(str(out / "cpu" / "book-build.lock"), timeout=0), FileLock(str(tmp_path / "cache" / "book-build.lock"), timeout=0):
+            pass
+        assert not (out / "cpu" / "html").exists()
+    finally:
+        end(left)

@@ -220,3 +220,96 @@ def test_sigterm_stops_sphinx_and_its_kernel_then_says_so_in_one_line(tmp_path):
         assert not (out / "cpu" / "html").exists()
     finally:
         end(left)
+
+
+# --- what a review found after the first round (issue 21) ----------------------------------
+
+def test_a_doctest_build_between_two_html_builds_does_not_make_a_failure_pass(pages, fixture_cache):
+    docs, build = pages
+    second = docs / "en" / "second.md"
+    second.write_text(second.read_text(encoding="utf8") + "\nSee {ref}`no-such-label`.\n", encoding="utf8")
+    assert build().returncode == 1
+    # The doctest builder reads the same pages into the same doctrees, but resolves no references.
+    doctest = build_book(docs, docs.parent, "doctest", "--language", "en", cache=fixture_cache)
+    assert doctest.returncode == 0, doctest.output
+    again = build()
+    assert again.returncode == 1
+    assert_reported(again.output, [("en/second.md:12", "undefined label: 'no-such-label'")])
+
+
+def test_a_page_restored_with_its_older_time_is_built_again(pages):
+    docs, build = pages
+    second = docs / "en" / "second.md"
+    assert build().returncode == 0
+    original, stat = second.read_bytes(), second.stat()
+    second.write_text(second.read_text(encoding="utf8") + "\nA sentence to take back.\n", encoding="utf8")
+    edited = build()
+    assert "A sentence to take back." in (edited.site() / "en" / "second.html").read_text(encoding="utf8")
+    second.write_bytes(original)  # as `cp -p` or `tar x` restores it: its bytes and its time
+    os.utime(second, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    restored = build()
+    assert restored.returncode == 0, restored.output
+    assert "A sentence to take back." not in (restored.site() / "en" / "second.html").read_text(encoding="utf8")
+
+
+def test_a_file_deleted_from_the_published_site_is_published_again(pages):
+    docs, build = pages
+    first = build()
+    page = first.site() / "en" / "second.html"
+    page.unlink()
+    again = build()
+    assert again.returncode == 0, again.output
+    assert "unchanged" not in again.output and page.is_file()
+    # Likewise a file deleted from the working folder Sphinx writes into: every page is built again.
+    (first.work() / "en" / "_notebooks" / "index.ipynb").unlink()
+    index = docs / "en" / "index.md"
+    index.write_text(index.read_text(encoding="utf8") + "\nOne more line.\n", encoding="utf8")
+    third = build()
+    assert third.returncode == 0, third.output
+    assert (third.site() / "en" / "_notebooks" / "index.ipynb").is_file()
+
+
+@pytest.mark.parametrize("damage", ["the site is a file", "the note is a list", "the note is a folder"])
+def test_damaged_build_folders_are_built_over(pages, damage):
+    docs, build = pages
+    first = build()
+    assert first.returncode == 0, first.output
+    note = first.out / "cpu" / "doctrees" / "en" / driver.NOTE
+    if damage == "the site is a file":
+        shutil.rmtree(first.site())
+        first.site().write_text("not a site\n")
+    elif damage == "the note is a list":
+        note.write_text("[1, 2]\n")
+    else:
+        note.unlink()
+        note.mkdir()
+    again = build()
+    assert again.returncode == 0, again.output
+    assert (again.site() / "en" / "second.html").is_file()
+    # and the build after it, which publishes over what that one left
+    second = docs / "en" / "second.md"
+    second.write_text(second.read_text(encoding="utf8") + "\nEdited.\n", encoding="utf8")
+    third = build()
+    assert third.returncode == 0, third.output
+    assert "Edited." in (third.site() / "en" / "second.html").read_text(encoding="utf8")
+
+
+def test_what_every_page_reads_besides_its_source_is_in_the_code_digest(tmp_path):
+    """Term lists and search words beside the language folders, the typography rules and the
+    examples pages load: a change must reach every page (Sphinx alone would read none again)."""
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "driver_pages" / "docs", docs)
+    confdir = tmp_path / "conf"
+    (confdir / "examples").mkdir(parents=True)
+    shutil.copy(ROOT / "conf.py", confdir)
+    args = driver.parse_args(["html", "--docs", str(docs), "--out", str(tmp_path / "out"),
+                              "--cache-root", str(tmp_path / "cache"), "--confdir", str(confdir)])
+    language = {"code": "en"}
+    digests = {driver.code_digest(args, language)}
+    (docs / "terms.en.toml").write_text("# a term list\n")
+    digests.add(driver.code_digest(args, language))
+    (tmp_path / ".autocorrectrc").write_text("rules:\n  space-word: 1\n")
+    digests.add(driver.code_digest(args, language))
+    (confdir / "examples" / "program.py").write_text("print('version two')\n")
+    digests.add(driver.code_digest(args, language))
+    assert len(digests) == 4

@@ -81,7 +81,7 @@ def test_a_dropped_table_is_one_line_naming_the_cache(tmp_path):
     broken = build(tmp_path, "broken")
     assert broken.returncode == 2, broken.output
     assert broken.output.strip() == (f"error: the execution cache {folder} cannot be read (no table nbcache): "
-                                     "remove it with `make clean-cache` and build again")
+                                     "delete that folder (`make clean-cache` deletes the default one) and build again")
 
 
 def test_the_schema_checked_is_jupyter_caches(tmp_path):

@@ -238,7 +238,7 @@ def test_an_unreadable_cache_is_one_line_naming_it(tmp_path):
                        cache=tmp_path / "cache")
     assert build.returncode == 2
     assert build.output.strip() == (f"error: the execution cache {folder} cannot be read (file is not a "
-                                    "database): remove it with `make clean-cache` and build again")
+                                    "database): delete that folder (`make clean-cache` deletes the default one) and build again")
 
 
 def test_ctrl_c_stops_the_build_without_a_traceback(tmp_path):

@@ -13,13 +13,16 @@ What the driver guarantees, since Sphinx alone does not:
 
 - A failure sticks. Sphinx reads only changed pages again, so a warning raised while a page
   was read or written would not come back in a build with nothing changed. Each language's
-  doctrees hold a note of its last successful build (``book-last-build.json``), removed
-  when a build starts and written when it ends well. Without it (the last build failed,
-  was stopped, or never ran), or when since then the book's code (``book_extensions/``,
-  ``conf.py``), the Python environment or the build's settings changed, another Sphinx run
-  (the live preview) wrote the doctrees, or a source file was removed, Sphinx reads every
-  page again (``-E``) into an emptied working folder: every problem is reported again
-  until it is fixed. Cached executions keep that cheap.
+  doctrees hold a note of its last successful html build (``book-last-build.json``), removed
+  when any build starts and written only when an html build ends well (other builders
+  resolve no references and write no notebooks into the shared doctrees). Without it (the
+  last build failed, was stopped, never ran, or was another builder's), or when since then
+  the book's code (``book_extensions/``, ``conf.py``, ``examples/``, the files beside the
+  language folders and ``.autocorrectrc``), the Python environment or the build's settings
+  changed, another Sphinx run (the live preview) wrote the doctrees, a source file was
+  removed or got other content without a newer time (a restore), or the working folder lost
+  a file, Sphinx reads every page again (``-E``) into an emptied working folder: every
+  problem is reported again until it is fixed. Cached executions keep that cheap.
 - The site changes all at once, and only for a good build (:mod:`.publish`): once every
   asked language has built, a copy of the working folders (the other languages kept from
   the current site) and the site root's files replace ``html/``; a failed or stopped build
@@ -27,9 +30,11 @@ What the driver guarantees, since Sphinx alone does not:
 - A rebuild with nothing changed is quick: when nothing an html build reads changed since
   a language was last published (``docs/``, ``conf.py``, ``book_extensions/``, ``results/``,
   ``examples/``, ``torch-releases.txt``, ``requirements.txt``, the offline editions, the
-  installed packages, the options), Sphinx is not started for it: ``[en] html unchanged
-  in 0.3 s``. Other builders always run: they check (doctests, links) or feed the editions.
-- One build at a time: a lock in the execution cache and one in ``<out>/<device>/``. Paths
+  installed packages, the options) and its published folder still holds every file it was
+  published with, Sphinx is not started for it: ``[en] html unchanged in 0.3 s``. Other
+  builders always run: they check (doctests, links) or feed the editions.
+- One build at a time: a lock in the execution cache and one in ``<out>/<device>/``, held by
+  Sphinx and its readers too, so that a killed driver leaves them locked until they end. Paths
   are made absolute before anything reads them. SIGTERM and SIGINT go on to Sphinx (in a
   process group of its own) and its kernels; the driver waits until every process the
   build started is gone (ending any left behind, also after a normal build), and only
@@ -48,7 +53,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -66,7 +70,8 @@ EXTENSIONS = Path(__file__).resolve().parents[1]  # book_extensions/: the code o
 NOTE = "book-last-build.json"  # beside each language's doctrees: its last successful build
 EXECUTIONS_FILE = "book-executions.json"  # execution.EXECUTIONS_FILE (importing it loads Sphinx)
 # Environment variables that change what a build or its kernels do.
-ENVIRONMENT = ("PYTHON", "JUPYTER", "IPYTHON", "BOOK_", "SPHINX", "SOURCE_DATE_EPOCH", "TZ", "LANG", "LC_")
+ENVIRONMENT = ("PYTHON", "JUPYTER", "IPYTHON", "BOOK_", "SPHINX", "SOURCE_DATE_EPOCH", "TZ", "LANG", "LC_",
+               "OMP_", "MKL_", "TORCH_", "PYTORCH_", "CUDA_")
 
 
 def cuda_problem() -> str | None:
@@ -153,6 +158,13 @@ def code_digest(args: argparse.Namespace, language: dict) -> str:
     digest = hashlib.sha256()
     add_files(digest, EXTENSIONS)
     add_files(digest, args.confdir, "conf.py")
+    # What the extensions read besides the pages (term lists, search words, typography rules)
+    # and the examples pages load: a stricter rule or an edited example must reach every page.
+    for path in sorted(args.docs.iterdir()):
+        if path.is_file():
+            add_files(digest, args.docs, path.name)
+    add_files(digest, args.docs.parent, ".autocorrectrc")
+    add_files(digest, args.confdir, "examples/**/*")
     packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     settings = {
         "python": sys.executable, "packages": packages, "language": language, "device": args.device,
@@ -167,16 +179,31 @@ def inputs_digest(args: argparse.Namespace, code_digest: str) -> str:
     """Everything an html build reads: when it is unchanged, so is the site it makes."""
     digest = hashlib.sha256(f"{code_digest} {args.builder}\0".encode())
     add_files(digest, args.docs)  # every language: a language is compared with the reference one
-    for pattern in ("results/*.json", "torch-releases.txt", "examples/**/*", "requirements.txt"):
+    for pattern in ("results/*.json", "torch-releases.txt", "requirements.txt"):
         add_files(digest, args.confdir, pattern)
     # The offline editions, which every page links and the site carries: large, so by size and time.
     add_files(digest, args.out / args.device / "offline", content=False)
     return digest.hexdigest()
 
 
-def source_files(args: argparse.Namespace, code: str) -> list[str]:
+def source_files(args: argparse.Namespace, code: str) -> dict[str, list]:
+    """Each source file of a language: [its content's digest, its modification time]."""
     folder = args.docs / code
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    return {str(p.relative_to(folder)): [hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns]
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def restored_sources(noted: dict, sources: dict) -> list[str]:
+    """Files whose content changed while their time did not move forward (a restore with
+    ``cp -p``, ``tar x``, ``git stash`` on a fast disk): Sphinx, which compares times, would
+    not read them again."""
+    return [name for name, (digest, mtime) in sources.items()
+            if name in noted and noted[name][0] != digest and mtime <= noted[name][1]]
+
+
+def folder_files(folder: Path) -> dict[str, int]:
+    """Each file of a built folder and its size: what publishing copied, and must still be there."""
+    return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def environment_stamp(doctrees: Path) -> list[int] | None:
@@ -190,10 +217,17 @@ def environment_stamp(doctrees: Path) -> list[int] | None:
 
 
 def read_note(doctrees: Path) -> dict:
+    """The note, or {} (no trust) when it is missing or damaged."""
     try:
-        return json.loads((doctrees / NOTE).read_text(encoding="utf8"))
+        note = json.loads((doctrees / NOTE).read_text(encoding="utf8"))
     except (OSError, ValueError):
         return {}
+    return note if isinstance(note, dict) else {}
+
+
+def forget_note(doctrees: Path) -> None:
+    """From now until it succeeds, the build of this language is not trusted."""
+    publish.remove(doctrees / NOTE)
 
 
 def write_note(doctrees: Path, note: dict) -> None:
@@ -231,7 +265,9 @@ class Stop:
 
     MESSAGES = {signal.SIGINT: "the build was interrupted", signal.SIGTERM: "the build was stopped by SIGTERM"}
 
-    def __init__(self) -> None:
+    def __init__(self, locks: list[int] = ()) -> None:
+        self.locks = tuple(locks)  # the build's locks, which Sphinx holds too
+        self.finished = False  # the site was published: a late signal stops nothing
         self.signum: int | None = None
         self.since = 0.0
         self.child: subprocess.Popen | None = None
@@ -253,7 +289,7 @@ class Stop:
 def run_sphinx(command: list[str], stop: Stop) -> int:
     """Sphinx's exit status; it runs in a session of its own, so that a signal reaches all of
     it (its parallel readers too) through the driver, which waits for it to be gone."""
-    child = subprocess.Popen(command, start_new_session=True,
+    child = subprocess.Popen(command, start_new_session=True, pass_fds=stop.locks,
                              preexec_fn=lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM))  # the driver killed
     stop.child = child
     if stop.signum is not None:  # arrived while it started
@@ -288,6 +324,21 @@ def end_leftovers(grace: float = 5) -> list[str]:
     return names
 
 
+def hold_lock(path: Path) -> int | None:
+    """An exclusive lock on ``path`` (flock, as the filelock package takes it), or None when
+    another build holds it. The descriptor goes to Sphinx too (pass_fds), and from it to its
+    parallel readers: if the driver is killed, the lock stays held until they are gone."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
 # --- the build ------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
@@ -307,51 +358,47 @@ def main(argv: list[str] | None = None) -> int:
     if args.languages:
         unknown = set(args.languages) - {lang["code"] for lang in languages}
         if unknown:
-            print(f"error: unknown language {', '.join(sorted(unknown))}", file=sys.stderr)
+            print(f"error: unknown language {', '.join(sorted(unknown))}: conf.py's book_languages has "
+                  f"{', '.join(lang['code'] for lang in languages)}", file=sys.stderr)
             return 2
         languages = [lang for lang in languages if lang["code"] in args.languages]
     # Two builds writing one jupyter-cache, or one output folder, at once can corrupt it.
-    from filelock import FileLock, Timeout
-
-    args.cache_root.mkdir(parents=True, exist_ok=True)
-    cache_lock = FileLock(str(args.cache_root / "book-build.lock"))
+    device_dir = args.out / args.device
+    locks = []
     try:
-        cache_lock.acquire(timeout=0)
-    except Timeout:
-        print(f"error: another build is using the execution cache {args.cache_root}: "
-              "wait for it to finish, or give this one its own --cache-root", file=sys.stderr)
-        return 2
-    try:
-        device_dir = args.out / args.device
-        device_dir.mkdir(parents=True, exist_ok=True)
-        out_lock = FileLock(str(device_dir / "book-build.lock"))
-        try:
-            out_lock.acquire(timeout=0)
-        except Timeout:
-            print(f"error: another build is writing {device_dir}: wait for it to finish, "
-                  "or give this one its own --out", file=sys.stderr)
-            return 2
-        try:
-            publish.recover(device_dir)
-            # The kernel's torch and Python, not this process's, name the cache and the pages.
+        for folder, busy in ((args.cache_root, f"another build is using the execution cache {args.cache_root}: "
+                              "wait for it to finish, or give this one its own --cache-root"),
+                             (device_dir, f"another build is writing {device_dir}: wait for it to finish, "
+                              "or give this one its own --out")):
             try:
-                kernel = check_kernel()
-            except KernelMismatch as error:
-                print(f"error: {error}", file=sys.stderr)
+                folder.mkdir(parents=True, exist_ok=True)
+                lock = hold_lock(folder / "book-build.lock")
+            except OSError as error:
+                print(f"error: cannot write {folder}: {error.strerror or error}", file=sys.stderr)
                 return 2
-            problem = unreadable_cache(cache_dir(args.cache_root, args.device, kernel))
-            if problem:
-                print(f"error: {problem}", file=sys.stderr)
+            if lock is None:
+                print(f"error: {busy}", file=sys.stderr)
                 return 2
-            return with_signals_passed_on(args, languages)
-        finally:
-            out_lock.release()
+            locks.append(lock)
+        publish.recover(device_dir)
+        # The kernel's torch and Python, not this process's, name the cache and the pages.
+        try:
+            kernel = check_kernel()
+        except KernelMismatch as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        problem = unreadable_cache(cache_dir(args.cache_root, args.device, kernel))
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+        return with_signals_passed_on(args, languages, locks)
     finally:
-        cache_lock.release()
+        for lock in locks:  # the build's processes are gone by now: they held them too
+            os.close(lock)
 
 
-def with_signals_passed_on(args: argparse.Namespace, languages: list[dict]) -> int:
-    stop = Stop()
+def with_signals_passed_on(args: argparse.Namespace, languages: list[dict], locks: list[int]) -> int:
+    stop = Stop(locks)
     previous = {signum: signal.signal(signum, stop) for signum in Stop.MESSAGES}
     prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the build (a kernel, a daemon) stay ours to end
     try:
@@ -359,7 +406,7 @@ def with_signals_passed_on(args: argparse.Namespace, languages: list[dict]) -> i
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    if stop.signum is not None:
+    if stop.signum is not None and not stop.finished:
         print(stop.message(), file=sys.stderr)
         return 128 + stop.signum
     return status
@@ -375,16 +422,23 @@ def build_language(args: argparse.Namespace, language: dict, stop: Stop) -> tupl
     trusted = code_digest(args, language)
     inputs = inputs_digest(args, trusted) if args.builder == "html" else None
     site = args.out / args.device / "html"
-    if inputs is not None and note.get("site") == inputs and (site / code).is_dir():
+    work = output_dir(args.out, args.device, args.builder, code)
+    # The site as published must still be whole: a file deleted from it is published again.
+    if (inputs is not None and note.get("site") == inputs and (site / code).is_dir()
+            and folder_files(site / code) == note.get("files")):
         report_nothing_read(doctrees)
         print(f"[{code}] {args.builder} unchanged in {time.perf_counter() - started:.1f} s", flush=True)
         return "unchanged", inputs
     sources = source_files(args, code)
+    noted = note.get("sources")
+    noted = noted if isinstance(noted, dict) else {}
     fresh = (note.get("trusted") != trusted or note.get("environment") != environment_stamp(doctrees)
-             or not set(note.get("sources", [])) <= set(sources))
-    (doctrees / NOTE).unlink(missing_ok=True)  # from now until it succeeds, this build is not trusted
+             or not set(noted) <= set(sources) or bool(restored_sources(noted, sources))
+             # the working folder as the last good build left it (nothing deleted from it)
+             or (args.builder == "html" and folder_files(work) != note.get("files")))
+    forget_note(doctrees)
     if fresh:
-        shutil.rmtree(output_dir(args.out, args.device, args.builder, code), ignore_errors=True)
+        publish.remove(work)
     if stop.signum is not None:
         return "stopped", None
     returncode = run_sphinx(sphinx_command(args, language, args.docs, args.out, fresh), stop)
@@ -398,10 +452,13 @@ def build_language(args: argparse.Namespace, language: dict, stop: Stop) -> tupl
     print(f"[{code}] {args.builder} {status} in {time.perf_counter() - started:.1f} s", flush=True)
     if returncode:
         return "failed", None
-    # What the site was built from is noted once it is published (build_languages); another
-    # builder reads the same pages into the same doctrees, and leaves that note as it was.
-    kept = {"site": note["site"]} if args.builder != "html" and "site" in note else {}
-    write_note(doctrees, {"trusted": trusted, "environment": environment_stamp(doctrees), "sources": sources, **kept})
+    if args.builder != "html":
+        # Another builder reads the same pages into the same doctrees, but resolves no
+        # references and writes no notebooks: the next html build reads every page again.
+        return "built", None
+    # What the site was built from is noted once it is published (build_languages).
+    write_note(doctrees, {"trusted": trusted, "environment": environment_stamp(doctrees),
+                          "sources": sources, "files": folder_files(work)})
     return "built", inputs
 
 
@@ -419,12 +476,19 @@ def build_languages(args: argparse.Namespace, languages: list[dict], stop: Stop)
         device_dir = args.out / args.device
         built = {code: inputs for code, (result, inputs) in results.items() if result == "built"}
         if built:
-            problem = publish.publish(device_dir, list(built), book_languages(args.confdir), args.docs)
+            # Every language built: a signal now waits until the site is swapped in and noted,
+            # so that it never stops the swap halfway (and the build then says it finished).
+            signal.pthread_sigmask(signal.SIG_BLOCK, Stop.MESSAGES)
+            try:
+                problem = publish.publish(device_dir, list(built), book_languages(args.confdir), args.docs)
+                for code, inputs in built.items():
+                    doctrees = device_dir / "doctrees" / code
+                    write_note(doctrees, {**read_note(doctrees), "site": inputs})
+                stop.finished = True
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, Stop.MESSAGES)
             if problem:
                 print(f"The site root (language chooser, 404, robots.txt) is not written: {problem}")
-            for code, inputs in built.items():
-                doctrees = device_dir / "doctrees" / code
-                write_note(doctrees, {**read_note(doctrees), "site": inputs})
         print(f"The book is built. Open {(device_dir / 'html' / 'index.html').as_uri()}")
     return 0
 

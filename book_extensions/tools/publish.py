@@ -21,13 +21,24 @@ SITE = "html"
 NEXT, PREVIOUS = ".html-next", ".html-previous"  # beside the site, while it is replaced
 
 
+def remove(path: Path) -> None:
+    """Remove a folder, a file or a link, whichever ``path`` is (or nothing, if it is not there)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
 def recover(device_dir: Path) -> None:
-    """Undo what a publish stopped halfway left (the site put aside, or half a next site)."""
+    """Undo what a publish stopped halfway left (the site put aside, or half a next site),
+    and clear what is not a site where the site goes (a file someone put there)."""
     site, previous = device_dir / SITE, device_dir / PREVIOUS
     if previous.is_dir() and not site.exists():
         os.rename(previous, site)
-    shutil.rmtree(previous, ignore_errors=True)
-    shutil.rmtree(device_dir / NEXT, ignore_errors=True)
+    if site.exists() and not site.is_dir():
+        remove(site)
+    remove(previous)
+    remove(device_dir / NEXT)
 
 
 def publish(device_dir: Path, built: list[str], languages: list[dict], docs: Path) -> str | None:
@@ -47,5 +58,5 @@ def publish(device_dir: Path, built: list[str], languages: list[dict], docs: Pat
     if site.exists():
         os.rename(site, device_dir / PREVIOUS)
     os.rename(following, site)
-    shutil.rmtree(device_dir / PREVIOUS, ignore_errors=True)  # none for the first site
+    remove(device_dir / PREVIOUS)  # none for the first site
     return problem

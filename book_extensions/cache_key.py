@@ -203,5 +203,6 @@ def unreadable_cache(folder: Path) -> str | None:
                 if columns - found:
                     raise sqlite3.DatabaseError(f"table {table} has no column {min(columns - found)}")
     except sqlite3.DatabaseError as error:
-        return f"the execution cache {folder} cannot be read ({error}): delete that folder (`make clean-cache` deletes the default one) and build again"
+        return (f"the execution cache {folder} cannot be read ({error}): delete that folder "
+                "(`make clean-cache` deletes the default one) and build again")
     return None

@@ -25,8 +25,9 @@ from .records import compare, cpu_record_for, current_digests, load
 
 
 @cache
+@cache
 def device_name(device: str) -> str:
-    """The device as a page states it; stops the build if it is not available."""
+    """The device as a page states it; stops the build if it is not available (asked once)."""
     if device == "cpu":
         return "CPU"
     import torch

@@ -44,6 +44,7 @@ from sphinx.util import logging
 from . import editions, executor, page_state, releases
 from .cache_key import KERNEL_STARTUP, Interpreter, KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
 from .cells import cell_line, check_cells, clean_outputs
+from .devices import device_name
 from .messages import message
 from .notebooks import write_notebook
 
@@ -64,20 +65,6 @@ def torch_version() -> str:
 def python_version() -> str:
     """The Python the pages' kernel runs."""
     return (kernel or toolchain()).python
-
-
-@cache
-def device_name(device: str) -> str:
-    """The device as a page states it; stops the build if it is not available."""
-    if device == "cpu":
-        return "CPU"
-    import torch
-
-    if not torch.cuda.is_available():
-        raise ConfigError(
-            f"book_device is 'cuda', but torch {torch.__version__} sees no CUDA device here"
-        )
-    return torch.cuda.get_device_name(0)
 
 
 def cache_path(config: Config) -> Path:

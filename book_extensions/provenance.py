@@ -20,7 +20,8 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 from . import page_state
-from .execution import device_name, python_version, torch_version
+from .devices import device_name
+from .execution import python_version, torch_version
 from .layout import table
 from .messages import message
 

@@ -1,8 +1,9 @@
 """The languages of the book must be the same book.
 
 Every language has the same page files, and each page has the same notebook
-front matter, the same code cells (count, order, source and metadata: which is
-also what makes the second language a pure cache hit), the same doctest blocks
+front matter, the same code cells (count, order, metadata, and source once comments
+and docstrings are left out, :mod:`.code_comments`: the code a reader of either language
+runs; which is also what makes the second language a pure cache hit), the same doctest blocks
 and the same section structure (heading levels and explicit ``(label)=`` targets).
 Prose is free, but every section must get the same anchor in every language: a
 heading without a ``(label)=`` above it is refused when the id that docutils makes
@@ -28,6 +29,8 @@ from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 from sphinx.application import Sphinx
 from sphinx.util import logging
+
+from .code_comments import code_of
 
 logger = logging.getLogger(__name__)
 
@@ -96,13 +99,13 @@ def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
     if len(page.code_cells) != len(reference.code_cells):
         return f"it has {len(page.code_cells)} code cells, {ref_name} has {len(reference.code_cells)}"
     for number, (mine, theirs) in enumerate(zip(page.code_cells, reference.code_cells), start=1):
-        if mine[0] != theirs[0]:
-            # Split on "\n" (not splitlines): a blank line more at the end is a difference too.
-            pairs = zip_longest(mine[0].split("\n"), theirs[0].split("\n"))
-            line, (a, b) = next((i, pair) for i, pair in enumerate(pairs, 1) if pair[0] != pair[1])
+        if code_of(mine[0]) != code_of(theirs[0]):
+            pairs = zip_longest(code_of(mine[0]).split("\n"), code_of(theirs[0]).split("\n"))
+            a, b = next(pair for pair in pairs if pair[0] != pair[1])
             here = "no such line" if a is None else repr(a)
             there = "no such line" if b is None else repr(b)
-            return f"code cell {number} differs from {ref_name}'s at its line {line}: {here} here, {there} there"
+            return (f"code cell {number}'s code (comments and docstrings aside) differs from {ref_name}'s: "
+                    f"{here} here, {there} there")
         if mine[1] != theirs[1]:
             return f"code cell {number} has metadata {mine[1]}, {ref_name} has {theirs[1]}"
     if len(page.headings) != len(reference.headings):

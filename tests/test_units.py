@@ -58,14 +58,26 @@ def test_parity_ignores_prose_but_not_structure(tmp_path):
     assert parity.first_difference(tagged, en, "en").startswith("code cell 1 has metadata")
 
 
-def test_parity_names_the_line_where_code_differs_even_at_the_end(tmp_path):
+def test_parity_names_the_code_line_that_differs_even_at_the_end(tmp_path):
     en = page(tmp_path, "en.md", "# T\n\n```{code-cell} ipython3\nx = 1\ny = 2\n```\n")
     edited = page(tmp_path, "zh.md", "# T\n\n```{code-cell} ipython3\nx = 1\ny = 3\n```\n")
     assert parity.first_difference(edited, en, "en") == \
-        "code cell 1 differs from en's at its line 2: 'y = 3' here, 'y = 2' there"
-    longer = page(tmp_path, "zh2.md", "# T\n\n```{code-cell} ipython3\nx = 1\ny = 2\n\n```\n")
+        "code cell 1's code (comments and docstrings aside) differs from en's: 'y = 3' here, 'y = 2' there"
+    longer = page(tmp_path, "zh2.md", "# T\n\n```{code-cell} ipython3\nx = 1\ny = 2\nz = 3\n```\n")
     assert parity.first_difference(longer, en, "en") == \
-        "code cell 1 differs from en's at its line 3: '' here, no such line there"
+        "code cell 1's code (comments and docstrings aside) differs from en's: 'z = 3' here, no such line there"
+
+
+def test_parity_lets_comments_and_docstrings_be_in_the_page_language(tmp_path):
+    en = page(tmp_path, "en.md", '# T\n\n```{code-cell} ipython3\ndef f(x):\n    """Double it."""\n'
+              '    return 2 * x  # twice\n\n# the call\nf(1)\n```\n')
+    zh = page(tmp_path, "zh.md", '# T\n\n```{code-cell} ipython3\ndef f(x):\n    """把它翻倍。\n\n    返回两倍。\n    """\n'
+              '    return 2 * x  # 两倍\nf(1)  # 调用\n```\n')
+    assert parity.first_difference(zh, en, "en") is None
+    # A comment is prose, but what a line does is code: moving a statement into a comment is not.
+    hidden = page(tmp_path, "zh2.md", "# T\n\n```{code-cell} ipython3\ndef f(x):\n    return 2 * x\n# f(1)\n```\n")
+    assert parity.first_difference(hidden, en, "en") == \
+        "code cell 1's code (comments and docstrings aside) differs from en's: no such line here, 'f(1)' there"
 
 
 def test_parity_wants_the_same_section_ids(tmp_path):

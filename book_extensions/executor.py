@@ -30,6 +30,10 @@ on a record whose notebook is missing (``KeyError``) or truncated (``NotJSONErro
 Here a failed write (a full disk) is rolled back and reported with the page, a stored
 notebook is read back before it counts, and a damaged record found later is dropped and
 its page executed again.
+
+Records are keyed on each cell's code without its comments and docstrings
+(:mod:`.code_comments`), and hold that code: a page whose comments are in another
+language is the same execution, and gets its outputs under its own source.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from nbformat import ValidationError
 from traitlets import Integer, default
 
 from .cells import output_size, too_much_output
+from .code_comments import code_of
 
 # Set by the build before pages are read (and before parallel readers fork): the folders
 # whose files a page must not change (the book's repository, its docs), the folder they
@@ -444,6 +449,15 @@ def drop(cache, hashkey: str) -> None:
     shutil.rmtree(notebook_folder(cache, hashkey), ignore_errors=True)
 
 
+def keyed(notebook):
+    """A copy of ``notebook`` whose code cells hold their code only: what the cache keys and stores."""
+    copied = copy.deepcopy(notebook)
+    for cell in copied.cells:
+        if cell.cell_type == "code":
+            cell.source = code_of(cell.source)
+    return copied
+
+
 def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
     """Add an executed notebook to the cache, replacing an older execution of the same code.
 
@@ -451,6 +465,7 @@ def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
     record and its folder are removed again and CacheWriteError says why.
     """
     cache = get_cache(cache_path)
+    notebook = keyed(notebook)
     _, hashkey = cache.create_hashed_notebook(notebook)
     with cache_lock(cache_path):
         try:
@@ -472,19 +487,23 @@ def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
 
 
 def cached_notebook(cache, notebook) -> tuple[object, object, str]:
-    """The cache's record of ``notebook``'s code and the notebook with its outputs, or
-    (None, None, why the record was dropped: "" when there was none)."""
+    """The cache's record of ``notebook``'s code and the notebook with its outputs (and its
+    own sources, comments included), or (None, None, why the record was dropped: "" when
+    there was none)."""
+    code = keyed(notebook)
     try:
-        record = cache.match_cache_notebook(notebook)
+        record = cache.match_cache_notebook(code)
     except KeyError:
         return None, None, ""
     try:
-        _, merged = cache.merge_match_into_notebook(notebook)
+        _, merged = cache.merge_match_into_notebook(code)
     except KeyError:  # jupyter-cache's "Notebook file does not exist for cache record"
         why = "its notebook is missing"
     except (ValueError, ValidationError, IndexError) as error:  # truncated: NotJSONError
         why = f"its notebook is unreadable ({type(error).__name__})"
     else:
+        for cell, own in zip(merged.cells, notebook.cells, strict=True):
+            cell.source = own.source
         return record, merged, ""
     # Executing the page again loses nothing; the record would fail every build.
     drop(cache, record.hashkey)

@@ -110,6 +110,8 @@ def record(device: str, cache_dir: Path, docs: Path) -> dict:
     import torch
     from jupyter_cache import get_cache
 
+    from .executor import cached_notebook
+
     cache = get_cache(str(cache_dir))
     pages = {}
     executed_at = []
@@ -117,10 +119,8 @@ def record(device: str, cache_dir: Path, docs: Path) -> dict:
         cells = [c for c in notebook.cells if c.cell_type == "code"]
         if not cells:
             continue
-        try:
-            executed_at.append(cache.match_cache_notebook(notebook).created)
-            _, executed = cache.merge_match_into_notebook(notebook)
-        except KeyError:
+        found, executed, _ = cached_notebook(cache, notebook)
+        if found is None:
             raise SystemExit(f"error: {page_source(docs, page)} has no {device} execution in {cache_dir}; "
                              "build first") from None
         code = [c for c in executed.cells if c.cell_type == "code"]

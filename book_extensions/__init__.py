@@ -7,8 +7,11 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.languages`: per-language settings, hreflang links and the language switch;
 - :mod:`.execution`: the kernel's device, the execution cache, and what the build does
   with each page's execution (its provenance line);
-- :mod:`.cells`: checks on every executed cell (expected errors, output size) and
-  outputs cleaned of addresses and build paths;
+- :mod:`.cells`: checks on every executed cell (expected errors, output size, comments in
+  the edition's language, no output that shows them) and outputs cleaned of addresses and
+  build paths;
+- :mod:`.code_comments`: a code cell's code apart from its comments and docstrings (what
+  parity compares and the cache is keyed on), and which of them are still in English;
 - :mod:`.notebooks`: each page as an executed notebook, to download or open in Colab;
 - :mod:`.editions`: what the builds of the offline editions (PDF, EPUB) need, and the links
   to them;

@@ -5,7 +5,12 @@
 - a cell may show at most ``book_output_limit`` characters: the executor stops a page as
   soon as one of its cells shows more; a cached page is checked here again, in case the
   limit was lowered since it ran (control characters are the executor's alone to refuse);
-- object addresses (``at 0x7f…``) are blanked, and a build machine's paths are refused.
+- object addresses (``at 0x7f…``) are blanked, and a build machine's paths are refused;
+- in a CJK edition other than the first language, a comment or docstring line of a code
+  cell (or of the program it loads) still written in English is reported with its line;
+- an output that shows a comment or docstring of its page, in any language, is refused:
+  one execution serves every language, so the other language would show it in the words
+  of the one that ran (:mod:`.code_comments`).
 """
 
 from __future__ import annotations
@@ -15,11 +20,14 @@ import os
 import re
 import sys
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
+
+from .code_comments import english_lines, prose_in
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +108,115 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
         elif errors[0].ename != type_ or fragment not in errors[0].evalue:
             warn(f"{where} was expected to raise {type_} ({fragment!r}) but raised {raised}",
                  location, "expect_error")
+    problems += check_prose(app, docname, notebook)
+    return problems
+
+
+def language_of(app: Sphinx) -> tuple[dict, bool]:
+    """The entry of book_languages being built, and whether it is the first (reference) one."""
+    from .languages import current_language
+
+    entry = current_language(app.config)
+    return entry, entry["code"] == app.config.book_languages[0]["code"]
+
+
+class CodeCell:
+    """How myst-nb reads a code cell's fence: options (YAML or ``:key:`` lines), then code."""
+
+    option_spec = {"options": True}
+    required_arguments, optional_arguments, has_content = 0, 1, True
+
+
+def body_lines(text: str) -> dict[int, int]:
+    """Per code cell of a page's text, by the line of its opening fence (as myst-nb's
+    ``source_map`` has it), the line of its first line of code (after its options)."""
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.directives import parse_directive_text
+    from myst_parser.parsers.mdit import create_md_parser
+
+    parser = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "deflist"}), RendererHTML)
+    found = {}
+    for token in parser.parse(text + "\n"):
+        if token.type == "fence" and token.map and token.info.startswith("{code-cell}"):
+            parsed = parse_directive_text(CodeCell, "", token.content, validate_options=False)
+            found[token.map[0] + 1] = token.map[0] + 2 + parsed.body_offset
+    return found
+
+
+def prose_location(app: Sphinx, docname: str, notebook, index: int, row: int) -> tuple[int | None, str]:
+    """Where line ``row`` of code cell ``index`` is: its line in the page, and what a message
+    adds to name it (the line of a loaded program, which is not in the page)."""
+    cell = notebook.cells[index]
+    source_map = notebook.metadata.get("source_map")
+    loaded = cell.metadata.get("load")
+    if loaded:
+        return cell_line(notebook, index), f", line {row} of {loaded}"
+    first = None
+    if source_map:
+        with suppress(OSError):
+            first = body_lines(Path(app.env.doc2path(docname)).read_text(encoding="utf8")).get(source_map[index])
+    return (first + row - 1, "") if first else (cell_line(notebook, index), f", its line {row}")
+
+
+def page_sources(app: Sphinx, docname: str, notebook) -> list[str]:
+    """The code cells' sources of this page in every language: what its outputs must not show."""
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    sources = [c.source for c in notebook.cells if c.cell_type == "code"]
+    srcdir = Path(app.srcdir)
+    own = Path(app.env.doc2path(docname))
+    for entry in app.config.book_languages:
+        path = srcdir.parent / entry["code"] / own.relative_to(srcdir)
+        if path == own or not path.is_file():
+            continue
+        try:
+            other = read_myst_markdown_notebook(path.read_text(encoding="utf8"), path=str(path))
+        except Exception:  # noqa: BLE001 - parity reports a page that does not read
+            continue
+        sources += [c.source for c in other.cells if c.cell_type == "code"]
+    return sources
+
+
+def output_texts(cell) -> list[str]:
+    """Every text a cell's outputs put on the page."""
+    texts = []
+    for output in cell.get("outputs", []):
+        texts += [output.get("text", ""), output.get("evalue", ""), *output.get("traceback", [])]
+        texts += [v if isinstance(v, str) else "\n".join(v) for k, v in output.get("data", {}).items()
+                  if k.startswith("text/") and isinstance(v, (str, list))]
+    return [t for t in texts if t]
+
+
+def check_prose(app: Sphinx, docname: str, notebook) -> int:
+    """Warn about comments and docstrings in English in a CJK edition, and about outputs
+    that show a comment or docstring; count them."""
+    problems = 0
+    entry, reference = language_of(app)
+    code_cells = [(i, c) for i, c in enumerate(notebook.cells) if c.cell_type == "code"]
+    if entry.get("typography") == "cjk" and not reference:
+        for number, (index, cell) in enumerate(code_cells, start=1):
+            for row, text in english_lines(cell.source):
+                line, named = prose_location(app, docname, notebook, index, row)
+                problems += 1
+                logger.warning(
+                    f"code cell {number}{named}: a comment or docstring in English ({text[:80]!r}); "
+                    f"this edition's readers read its code too: write it in {entry['name']}",
+                    location=(docname, line), type="book", subtype="code_comment_language")
+    sources = None
+    for number, (index, cell) in enumerate(code_cells, start=1):
+        texts = output_texts(cell)
+        if not texts:
+            continue
+        sources = sources if sources is not None else page_sources(app, docname, notebook)
+        shown = next((found for t in texts if (found := prose_in(t, sources))), None)
+        if shown:
+            problems += 1
+            logger.warning(
+                f"code cell {number} shows a comment or docstring of the page in its output ({shown[:80]!r}): "
+                "every language is served from one execution, so the other language would show it in "
+                "the words of the one that ran; show something that is not the code's prose",
+                location=(docname, cell_line(notebook, index)), type="book", subtype="code_comment_output")
     return problems
 
 

@@ -455,6 +455,9 @@ def keyed(notebook):
     for cell in copied.cells:
         if cell.cell_type == "code":
             cell.source = code_of(cell.source)
+            # Which file a program was loaded from is each language's own (examples/zh/…);
+            # the code it put in the cell is what ran.
+            cell.metadata.pop("load", None)
     return copied
 
 
@@ -503,7 +506,7 @@ def cached_notebook(cache, notebook) -> tuple[object, object, str]:
         why = f"its notebook is unreadable ({type(error).__name__})"
     else:
         for cell, own in zip(merged.cells, notebook.cells, strict=True):
-            cell.source = own.source
+            cell.source, cell.metadata = own.source, copy.deepcopy(own.metadata)
         return record, merged, ""
     # Executing the page again loses nothing; the record would fail every build.
     drop(cache, record.hashkey)

@@ -10,6 +10,13 @@ heading without a ``(label)=`` above it is refused when the id that docutils mak
 from its text differs between languages (``自测`` becomes ``id8``, not
 ``check-yourself``), since the language switch carries the reader's section over.
 
+The programs that pages load or offer for download (``examples/<name>.py``) are code a
+reader runs too: each has a twin per other language, ``examples/<language>/<name>.py``,
+with the same code and its comments and docstrings in that language, and that language's
+pages name the twin (``:load: ../../examples/zh/<name>.py``), never the first language's
+program. Comments and docstrings being free, no output may depend on them: see
+:mod:`.code_comments` for the checks that keep it so.
+
 Run by the build of each non-default language, comparing it with the default one,
 and on its own: ``python -m book_extensions.parity docs``.
 """
@@ -17,6 +24,8 @@ and on its own: ``python -m book_extensions.parity docs``.
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -99,14 +108,16 @@ def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
     if len(page.code_cells) != len(reference.code_cells):
         return f"it has {len(page.code_cells)} code cells, {ref_name} has {len(reference.code_cells)}"
     for number, (mine, theirs) in enumerate(zip(page.code_cells, reference.code_cells), start=1):
-        if code_of(mine[0]) != code_of(theirs[0]):
-            pairs = zip_longest(code_of(mine[0]).split("\n"), code_of(theirs[0]).split("\n"))
-            a, b = next(pair for pair in pairs if pair[0] != pair[1])
-            here = "no such line" if a is None else repr(a)
-            there = "no such line" if b is None else repr(b)
-            return (f"code cell {number}'s code (comments and docstrings aside) differs from {ref_name}'s: "
-                    f"{here} here, {there} there")
-        if mine[1] != theirs[1]:
+        difference = code_difference(mine[0], theirs[0], ref_name)
+        if difference:
+            return f"code cell {number}'s {difference.removeprefix('its ')}"
+        # A program is loaded from each language's own twin (examples/<language>/), which
+        # example_references checks: the metadata says the same but for that folder.
+        loads = [Path(str(m.get("load"))).name if "load" in m else None for m in (mine[1], theirs[1])]
+        if loads[0] != loads[1]:
+            return f"code cell {number} loads {loads[0] or 'no program'}, {ref_name}'s {loads[1] or 'no program'}"
+        mine_, theirs_ = ({k: v for k, v in m.items() if k != "load"} for m in (mine[1], theirs[1]))
+        if mine_ != theirs_:
             return f"code cell {number} has metadata {mine[1]}, {ref_name} has {theirs[1]}"
     if len(page.headings) != len(reference.headings):
         return f"it has {len(page.headings)} headings, {ref_name} has {len(reference.headings)}"
@@ -128,28 +139,93 @@ def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
 
 
 def compare(docs: Path, language: str, reference: str, suffix: str = ".md") -> list[tuple[str, str]]:
-    """(page path, problem) for every page of ``language`` that differs from ``reference``."""
+    """(path from the docs' parent folder, problem) for every page of ``language`` that differs
+    from ``reference``, and every program of ``examples/`` whose twin is missing or differs."""
     mine_dir, ref_dir = docs / language, docs / reference
     mine = {p.relative_to(mine_dir) for p in mine_dir.rglob(f"*{suffix}")}
     theirs = {p.relative_to(ref_dir) for p in ref_dir.rglob(f"*{suffix}")}
+    top = docs.name
     problems = []
     for rel in sorted(theirs - mine):
-        problems.append((f"{ref_dir.name}/{rel}", f"has no {language} counterpart ({language}/{rel})"))
+        problems.append((f"{top}/{ref_dir.name}/{rel}", f"has no {language} counterpart ({language}/{rel})"))
     for rel in sorted(mine - theirs):
-        problems.append((f"{language}/{rel}", f"has no {reference} counterpart ({reference}/{rel})"))
+        problems.append((f"{top}/{language}/{rel}", f"has no {reference} counterpart ({reference}/{rel})"))
     for rel in sorted(mine & theirs):
         try:
             difference = first_difference(read_page(mine_dir / rel), read_page(ref_dir / rel), f"{reference}/{rel}")
         except Exception as error:  # a page that does not even parse
             difference = f"cannot be read: {error}"
         if difference:
-            problems.append((f"{language}/{rel}", difference))
+            problems.append((f"{top}/{language}/{rel}", difference))
+    return problems + twin_problems(docs.parent / "examples", language) + example_references(docs, language, reference)
+
+
+def code_difference(mine: str, theirs: str, ref_name: str) -> str | None:
+    """How ``mine``'s code (comments and docstrings aside) differs from ``theirs``, or None."""
+    if code_of(mine) == code_of(theirs):
+        return None
+    pairs = zip_longest(code_of(mine).split("\n"), code_of(theirs).split("\n"))
+    a, b = next(pair for pair in pairs if pair[0] != pair[1])
+    here = "no such line" if a is None else repr(a)
+    there = "no such line" if b is None else repr(b)
+    return f"its code (comments and docstrings aside) differs from {ref_name}'s: {here} here, {there} there"
+
+
+def twin_problems(examples: Path, language: str) -> list[tuple[str, str]]:
+    """Every program of ``examples/`` without a twin in ``examples/<language>/`` with the same
+    code, and every twin without its program."""
+    if not examples.is_dir():
+        return []
+    top, folder = examples.name, examples / language
+    programs = {p.name for p in examples.glob("*.py")}
+    twins = {p.name for p in folder.glob("*.py")} if folder.is_dir() else set()
+    problems = []
+    for name in sorted(programs - twins):
+        problems.append((f"{top}/{language}/{name}", f"is missing: {top}/{name} needs a {language} twin, the same "
+                                                     f"code with its comments and docstrings in {language}"))
+    for name in sorted(twins - programs):
+        problems.append((f"{top}/{language}/{name}", f"has no {top}/{name} to be the {language} twin of"))
+    for name in sorted(programs & twins):
+        difference = code_difference((folder / name).read_text(encoding="utf8"),
+                                     (examples / name).read_text(encoding="utf8"), f"{top}/{name}")
+        if difference:
+            problems.append((f"{top}/{language}/{name}", difference))
     return problems
 
 
-def stamps(*folders: Path) -> list:
-    return sorted([p.as_posix(), p.stat().st_mtime_ns, p.stat().st_size]
-                  for folder in folders for p in folder.rglob("*.md"))
+# What a page loads into a code cell (``:load:`` or ``load:`` in its options) or offers for
+# download ({download}`text <path>` or {download}`path`).
+REFERENCE = re.compile(r"^\s*:?load:\s*(?P<load>\S+)\s*$|\{download\}`(?:[^`<]*<(?P<target>[^>`]+)>|(?P<plain>[^`]+))`",
+                       re.M)
+
+
+def example_references(docs: Path, language: str, reference: str) -> list[tuple[str, str]]:
+    """Pages of ``language`` (and of ``reference``) that name a program of ``examples/``
+    other than their own language's: the first language's pages name ``examples/<name>.py``,
+    every other language's ``examples/<language>/<name>.py``."""
+    examples = (docs.parent / "examples").resolve()
+    problems = []
+    for lang in (reference, language):
+        own = examples if lang == reference else examples / lang
+        for path in sorted((docs / lang).rglob("*.md")):
+            text = path.read_text(encoding="utf8")
+            for found in REFERENCE.finditer(text):
+                named = (found["load"] or found["target"] or found["plain"]).strip()
+                target = Path(os.path.normpath(path.parent.resolve() / named))
+                if not target.is_relative_to(examples) or target.parent == own:
+                    continue
+                line = text.count("\n", 0, found.start()) + 1
+                wanted = Path(os.path.relpath(own / target.name, path.parent.resolve())).as_posix()
+                problems.append((f"{docs.name}/{path.relative_to(docs).as_posix()}",
+                                 f"line {line} names {named}: a {lang} page shows {wanted}, the program "
+                                 f"with its comments and docstrings in {lang}"))
+    return problems
+
+
+def stamps(*folders: Path, examples: Path | None = None) -> list:
+    files = [p for folder in folders for p in folder.rglob("*.md")]
+    files += sorted(examples.rglob("*.py")) if examples is not None and examples.is_dir() else []
+    return sorted([p.as_posix(), p.stat().st_mtime_ns, p.stat().st_size] for p in files)
 
 
 def check_build(app: Sphinx) -> None:
@@ -161,7 +237,7 @@ def check_build(app: Sphinx) -> None:
     # Reading every page of two languages costs more than a build that changed
     # nothing: skip while no page changed since a comparison that found no problem.
     record = Path(app.doctreedir) / "book-parity-clean.json"
-    now = stamps(srcdir, srcdir.parent / reference)
+    now = stamps(srcdir, srcdir.parent / reference, examples=srcdir.parent.parent / "examples")
     try:
         if json.loads(record.read_text()) == now:
             return
@@ -169,7 +245,7 @@ def check_build(app: Sphinx) -> None:
         pass
     problems = compare(srcdir.parent, srcdir.name, reference)
     for page, problem in problems:
-        logger.warning(f"parity: docs/{page} {problem}", type="book", subtype="parity")
+        logger.warning(f"parity: {page} {problem}", type="book", subtype="parity")
     if problems:
         record.unlink(missing_ok=True)
     else:
@@ -189,7 +265,7 @@ def main(argv: list[str]) -> int:
     reference = languages[0]
     problems = [pp for lang in languages if lang != reference for pp in compare(docs, lang, reference)]
     for page, problem in problems:
-        print(f"docs/{page}: {problem}")
+        print(f"{page}: {problem}")
     return 1 if problems else 0
 
 

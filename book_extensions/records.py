@@ -4,8 +4,9 @@
     python -m book_extensions.records compare                # results/cpu.json vs results/cuda.json
 
 A record (``results/<device>.json``) is small, reviewable text: for every code cell
-of the book, in page order, a digest of its source and what it printed (text, or
-``Error: message``). Records are compared cell by cell at the same position of a page
+of the book, in page order, a digest of its code (without its comments and docstrings,
+:mod:`.code_comments`: rewording a comment, or translating it, leaves a record current) and
+what it printed (text, or ``Error: message``). Records are compared cell by cell at the same position of a page
 (a page may hold the same code twice); the digest says whether the cell there is still
 the same code, else it is missing or stale.
 :func:`compare` normalises what is expected to differ between devices (device strings,
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
 
+from .code_comments import code_of
 from .config import reference_language
 from .messages import ENGLISH, message
 
@@ -51,7 +53,8 @@ GLUED = "application/papermill.record/text/plain"
 
 
 def source_digest(source: str) -> str:
-    return hashlib.sha256(source.encode("utf8")).hexdigest()[:16]
+    """What a record keeps of a cell's source: a digest of its code, comments and docstrings aside."""
+    return hashlib.sha256(code_of(source).encode("utf8")).hexdigest()[:16]
 
 
 def output_text(output) -> str:
@@ -94,9 +97,9 @@ def book_notebooks(docs: Path, language: str | None = None):
         yield path.relative_to(docs / language).with_suffix("").as_posix(), notebook
 
 
-def page_source(docs: Path, page: str) -> str:
-    """How messages name a page of the reference language: docs/en/detach.md."""
-    return f"{docs.name}/{reference_language()}/{page}.md"
+def page_source(docs: Path, page: str, language: str | None = None) -> str:
+    """How messages name a page (of the reference language unless told): docs/en/detach.md."""
+    return f"{docs.name}/{language or reference_language()}/{page}.md"
 
 
 def current_digests(docs: Path, language: str | None = None) -> dict[str, list[str]]:
@@ -105,8 +108,10 @@ def current_digests(docs: Path, language: str | None = None) -> dict[str, list[s
             for page, nb in book_notebooks(docs, language)}
 
 
-def record(device: str, cache_dir: Path, docs: Path) -> dict:
-    """Every code cell's outputs, from the device's execution cache."""
+def record(device: str, cache_dir: Path, docs: Path, language: str | None = None, notebooks=None) -> dict:
+    """Every code cell's outputs, from the device's execution cache, for the pages of
+    ``language`` (default the reference one: every language is one execution), or for
+    ``notebooks``, (page, notebook) pairs."""
     import torch
     from jupyter_cache import get_cache
 
@@ -115,14 +120,15 @@ def record(device: str, cache_dir: Path, docs: Path) -> dict:
     cache = get_cache(str(cache_dir))
     pages = {}
     executed_at = []
-    for page, notebook in book_notebooks(docs):
+    for page, notebook in notebooks if notebooks is not None else book_notebooks(docs, language):
         cells = [c for c in notebook.cells if c.cell_type == "code"]
         if not cells:
             continue
         found, executed, _ = cached_notebook(cache, notebook)
         if found is None:
-            raise SystemExit(f"error: {page_source(docs, page)} has no {device} execution in {cache_dir}; "
+            raise SystemExit(f"error: {page_source(docs, page, language)} has no {device} execution in {cache_dir}; "
                              "build first") from None
+        executed_at.append(found.created)
         code = [c for c in executed.cells if c.cell_type == "code"]
         pages[page] = [
             {"source": source_digest(cell.source),

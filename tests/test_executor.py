@@ -41,7 +41,7 @@ def test_a_dead_kernel_is_a_result_with_its_cell_and_exit_code():
 def store_many(args: tuple[str, int]) -> int:
     cache_path, worker = args
     for n in range(6):
-        nb = notebook(f"# worker {worker}, notebook {n}")
+        nb = notebook(f"x = {worker * 6 + n}  # worker {worker}, notebook {n}")
         executor.store(cache_path, nb, f"/book/w{worker}-n{n}.md", 0.1)
     return worker
 

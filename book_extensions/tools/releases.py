@@ -25,8 +25,11 @@ from ..release_list import RELEASES_FILE, ReleasesError, listed
 from ..releases import changes, current_release, excerpt, record_path, recorded
 
 
-def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
-    """Execute the pages that the cache does not hold yet, as the build does; their names."""
+def execute_missing(docs: Path, cache_dir: Path, timeout: int, pages=None) -> list[str]:
+    """Execute the pages that the cache does not hold yet, as the build does; their names.
+
+    ``pages``: (page, notebook, path of its source) to execute; default every page of the
+    reference language."""
     from jupyter_cache import get_cache
 
     from .. import executor
@@ -40,17 +43,19 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int) -> list[str]:
         raise ReleasesError(str(error)) from None
     cache = get_cache(str(cache_dir))
     executed = []
-    for page, notebook in records.book_notebooks(docs):
+    if pages is None:
+        pages = [(page, notebook, docs / reference_language() / f"{page}.md")
+                 for page, notebook in records.book_notebooks(docs)]
+    for page, notebook, path in pages:
         if not any(cell.cell_type == "code" for cell in notebook.cells):
             continue
         with executor.cache_lock(str(cache_dir)):
             record, _, _ = executor.cached_notebook(cache, notebook)
         if record is not None:
             continue
-        path = docs / reference_language() / f"{page}.md"
         result = executor.execute(notebook, timeout)
         if result.error is not None:
-            raise ReleasesError(f"{records.page_source(docs, page)}: execution stopped with {result.error}"
+            raise ReleasesError(f"{docs.name}/{path.relative_to(docs).as_posix()}: execution stopped with {result.error}"
                                 + (f" ({result.detail})" if result.detail else ""))
         try:
             executor.store(str(cache_dir), notebook, str(path), result.seconds)

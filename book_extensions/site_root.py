@@ -61,7 +61,7 @@ NOT_FOUND = """<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>404 · {title}</title>
+<title>404 — {title}</title>
 </head>
 <body>
 {sections}
@@ -129,7 +129,7 @@ def write(site: Path, doctrees: Path, languages: list[dict], docs: Path, suffixe
     )
     (site / "404.html").write_text(
         # One page for every language: its title names the book in each of them.
-        NOT_FOUND.format(lang=languages[0]["hreflang"], title=" · ".join(escape(e["project"]) for e in languages),
+        NOT_FOUND.format(lang=languages[0]["hreflang"], title=" / ".join(escape(e["project"]) for e in languages),
                          sections=sections),
         encoding="utf8")
     robots = "User-agent: *\nAllow: /\n" + (f"Sitemap: {base}/sitemap.xml\n" if base else "")

@@ -13,9 +13,20 @@ each a warning naming the page and the line:
   link, bold or other inline text that begins or ends with one; no italics on CJK (a
   slanted synthetic CJK font: CJK emphasis is bold); no half-width ``, ! : ; ?`` right
   after a CJK character; no space next to full-width punctuation; a link that names a
-  section or chapter in a sentence is quoted (见“副本”一章, not 见副本一章).
+  section or chapter in a sentence is quoted (见“{doc}`副本 <copies>`”一章, not
+  见{doc}`副本 <copies>`一章), and such a name is a link, never a quoted title as plain
+  text (见“副本”一章), which leaves the reader to find it; inline code holds no CJK
+  character (code font is for code: 下载 {download}`x.py <...>`, not
+  {download}`下载 x.py <...>`).
 
-Code, outputs and inline literals are never checked: what torch prints is not prose.
+Code, outputs and the text of inline literals are never checked as prose: what torch prints
+is not prose.
+
+Sentences longer than :data:`LONG_SENTENCE` Han characters are a report, not a gate:
+``python -m book_extensions.typography`` lists them in the Chinese pages (``--limit``,
+pages as arguments). A long sentence is sometimes the right one (a list that reads as one
+thought), and a gate would push writers to cut sentences at commas, which reads worse; the
+report is for the editor who decides.
 """
 
 from __future__ import annotations
@@ -179,6 +190,46 @@ def problems(doctree: nodes.Node) -> list[tuple[nodes.Node, str]]:
     return found
 
 
+# A quoted title followed by 一章/一节 (这一节, 那一章): the quoted text must be a link's.
+NAMED_SECTION = re.compile(r"[“「]([^“”「」\x01]+)[”」](?=[这那]?一[章节])")
+LINK_MARK = "\x01"  # how a link stands in the text NAMED_SECTION reads
+
+
+def code_and_links(doctree: nodes.Node) -> list[tuple[nodes.Node, str]]:
+    """Inline code holding CJK, and chapters or sections named as plain quoted text."""
+    found = []
+    for literal in doctree.findall(nodes.literal):
+        if literal.parent is not None and is_prose(literal.parent) and re.search(f"[{HAN}]", literal.astext()):
+            found.append((literal, f"CJK text in code font {excerpt(literal.astext(), 30)!r}: code font is for "
+                                   "code; keep the words outside the inline literal (下载 {download}`x.py <…>`)"))
+    for block in doctree.findall(nodes.TextElement):
+        if isinstance(block, nodes.Inline) or not is_prose(block):
+            continue
+        text = linked_text(block)
+        for match in NAMED_SECTION.finditer(text):
+            found.append((block, f"a chapter or section named as plain text, “{excerpt(match.group(1), 30)}”"
+                                 f"{text[match.end():match.end() + 2]}: make the title a link "
+                                 "(“{doc}`title <page>`”一章, “{ref}`title <label>`”一节)"))
+    return found
+
+
+def linked_text(block: nodes.Element) -> str:
+    """A block's own text with every link as LINK_MARK, code as its text, nested blocks as NUL."""
+    parts = []
+    for child in block.children:
+        if isinstance(child, nodes.Text):
+            parts.append(str(child))
+        elif isinstance(child, nodes.reference) or child.get("refuri") or child.get("reftarget"):
+            parts.append(LINK_MARK)
+        elif isinstance(child, nodes.TextElement) and not isinstance(child, nodes.Inline):
+            parts.append("\x00")
+        elif isinstance(child, nodes.literal):
+            parts.append(child.astext())
+        elif isinstance(child, nodes.Element):
+            parts.append(linked_text(child))
+    return "".join(parts)
+
+
 def sibling_text(element: nodes.Node, step: int) -> str:
     """The text just before (step -1) or after (+1) an inline element in its paragraph."""
     parent = element.parent
@@ -211,6 +262,8 @@ def check_page(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         return
     for node, message in problems(doctree):
         logger.warning(message, location=(docname, line_of(node)), type="book", subtype="typography")
+    for node, message in code_and_links(doctree):
+        logger.warning(message, location=(docname, line_of(node)), type="book", subtype="zh_rules")
 
 
 def setup(app: Sphinx) -> None:
@@ -219,3 +272,46 @@ def setup(app: Sphinx) -> None:
     app.connect("source-read", check_line_breaks)
     # After every other handler has filled in what it computes (provenance, releases).
     app.connect("doctree-resolved", check_page, priority=900)
+
+
+# --- the report of long sentences ------------------------------------------------------
+
+LONG_SENTENCE = 120  # Han characters
+SENTENCE = re.compile(r"[^。！？]*[。！？]?")
+
+
+def long_sentences(text: str, limit: int = LONG_SENTENCE) -> list[tuple[int, int, str]]:
+    """(line, Han characters, sentence) for each sentence of a MyST page's prose with more than
+    ``limit`` Han characters (code, inline code and link targets left out)."""
+    from .prose import reader_lines
+
+    found = []
+    for number, line in reader_lines(text):
+        for sentence in SENTENCE.findall(line):
+            count = len(re.findall(f"[{HAN}]", sentence))
+            if count > limit:
+                found.append((number, count, " ".join(sentence.split())))
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the long sentences of the Chinese pages (or of the pages named), one a line."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m book_extensions.typography",
+                                     description="List sentences over --limit Han characters: a report, not a gate.")
+    parser.add_argument("pages", nargs="*", type=Path, help="MyST pages (default: docs/zh/*.md)")
+    parser.add_argument("--limit", type=int, default=LONG_SENTENCE)
+    options = parser.parse_args(argv)
+    pages = options.pages or sorted((Path(__file__).parent.parent / "docs" / "zh").glob("*.md"))
+    total = 0
+    for page in pages:
+        for line, count, sentence in long_sentences(page.read_text(encoding="utf8"), options.limit):
+            total += 1
+            print(f"{page.name}:{line}: {count} Han characters: {excerpt(sentence, 50)}")
+    print(f"{total} sentences over {options.limit} Han characters in {len(pages)} pages")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -45,6 +45,15 @@ WORKAROUNDS = [
         signature="(notebook, source, nb_config, logger, read_fmt=None)",
     ),
     Workaround(
+        "book_extensions/cells.py",
+        "body_lines finds where a code cell's code starts in its page with myst-parser's directive "
+        "parser and a stand-in for myst-nb's private _MockDirective (its option rules), so a message "
+        "names the .md line of a comment",
+        "myst-nb's source_map gives each cell's first code line, not only its fence",
+        internal="myst_parser.parsers.directives:parse_directive_text",
+        signature="(directive_class, first_line, content, *, line=None, validate_options=True, additional_options=None)",
+    ),
+    Workaround(
         "book_extensions/executor.py",
         "the executor subclasses myst-nb's client base and fills its exec_metadata",
         "as above",
@@ -237,6 +246,19 @@ WORKAROUNDS = [
         "index, which the theme loads on every page for search-as-you-type (off in the book)",
         "pydata-sphinx-theme loads them only where search-as-you-type is on",
         copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
+    ),
+    Workaround(
+        "book_extensions/templates/layout.html",
+        "its htmltitle block replaces Sphinx's, whose <title> repeats the site's title on a page of the "
+        "same title (the home page) and which the search page writes with another separator",
+        "never: the title's form is the book's",
+        copied=("sphinx", "themes/basic/layout.html", "f1a2b815cb29544b"),
+    ),
+    Workaround(
+        "book_extensions/templates/search.html",
+        "its htmltitle block replaces pydata-sphinx-theme's \"Search - <site>\" with the book's title form",
+        "never: the title's form is the book's",
+        copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/search.html", "098d19aa34f7874c"),
     ),
     Workaround(
         "book_extensions/layout.py",

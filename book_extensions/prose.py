@@ -373,6 +373,15 @@ def check_interface(app: Sphinx) -> None:
             logger.warning(describe(finding, listed_in), location=where, type="book", subtype="term")
 
 
+def with_code(text: str):
+    """A meaning as inline nodes: its `backticked` identifiers in code font, as in the pages."""
+    from docutils import nodes
+
+    parts = re.split(r"`([^`]+)`", text)
+    return nodes.inline("", "", *(nodes.literal(part, part) if index % 2 else nodes.Text(part)
+                                  for index, part in enumerate(parts) if part))
+
+
 class TermList(SphinxDirective):
     """``{term-list} <language code>``: that language's term list as a table, each term's
     meaning in the language of the page (``meaning_<code>``, else ``meaning``)."""
@@ -391,7 +400,7 @@ class TermList(SphinxDirective):
         terms = load_terms(path)
         language = Path(self.env.srcdir).name  # docs/<code>: the page's language
         separator = message("terms_separator")
-        rows = [[nodes.strong(term.use, term.use), term.meaning_in(language), separator.join(term.shown_variants())]
+        rows = [[nodes.strong(term.use, term.use), with_code(term.meaning_in(language)), separator.join(term.shown_variants())]
                 for term in terms]
         return [table([message("terms_col_use"), message("terms_col_meaning"), message("terms_col_not")], rows,
                       classes=["book-term-list"])]

@@ -129,7 +129,7 @@ def write(site: Path, doctrees: Path, languages: list[dict], docs: Path, suffixe
     )
     (site / "404.html").write_text(
         # One page for every language: its title names the book in each of them.
-        NOT_FOUND.format(lang=languages[0]["hreflang"], title=" / ".join(escape(e["project"]) for e in languages),
+        NOT_FOUND.format(lang=languages[0]["hreflang"], title=" · ".join(escape(e["project"]) for e in languages),
                          sections=sections),
         encoding="utf8")
     robots = "User-agent: *\nAllow: /\n" + (f"Sitemap: {base}/sitemap.xml\n" if base else "")

@@ -4,9 +4,10 @@ An RNN cell reads a sequence of 12 steps in chunks of 4 and runs a backward pass
 after each chunk. For every chunk the program counts the autograd nodes reachable
 from the chunk's loss, and records which time steps that backward pass reached (a
 hook on each step's hidden state notes when a gradient arrives). With
-``hidden = hidden.detach()`` between chunks both stay the same from chunk to chunk.
-Without it the graph reaches back to step 0 and grows with every chunk, and the
-second backward pass fails unless the first one kept the graph (``retain_graph=True``).
+``hidden = hidden.detach()`` between chunks the node count stays the same from chunk to
+chunk, and each backward pass reaches only its own chunk's four steps. Without it the
+graph reaches back to step 0 and grows with every chunk, and the second backward pass
+fails unless the first one kept the graph (``retain_graph=True``).
 """
 
 import torch

@@ -191,7 +191,7 @@ def test_pages_are_shareable_and_the_site_findable(tmp_path):
     assert 'href="https://book.example/ctg/zh/index.html">回到本书首页' in not_found
     assert 'href="https://book.example/ctg/en/index.html">Go to the start of the book' in not_found
     assert '<section lang="zh-CN"><h1>找不到这个页面：地址可能有误，或者页面已经改名、移走了。</h1>' in not_found
-    assert re.search(r"<title>404 — [^<]+ / [^<]*[\u4e00-\u9fff][^<]*</title>", not_found), not_found
+    assert re.search(r"<title>404 — [^<]+ · [^<]*[\u4e00-\u9fff][^<]*</title>", not_found), not_found
 
 
 def test_every_page_states_its_licences_in_its_language_and_has_a_favicon(good):

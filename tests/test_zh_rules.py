@@ -10,6 +10,7 @@
   one title separator, the site's title once, no "© 版权所有".
 """
 
+import re
 import shutil
 from types import SimpleNamespace
 
@@ -215,8 +216,11 @@ def test_the_term_table_speaks_the_page_language(interface):
 
     head, zh = rows("zh")
     assert head == ["本书用词", "含义", "不用的说法"]
-    assert zh == [["切断", "让反向传播不再经过计算图的某处。", "截断"],
+    assert zh == [["切断", "让反向传播不再经过计算图的某处，如 detach()。", "截断"],
                   ["错误信息", "程序出错时给出的说明文字。“报错”是动词，不当名词用。", "报错信息"]]
+    # An identifier in `backticks` is in code font, as in the pages.
+    page = (interface.site() / "zh" / "terms.html").read_text(encoding="utf8")
+    assert re.search(r"如 <code[^>]*>(<span[^>]*>)?detach\(\)", page), page
     _, en = rows("en")
-    assert en == [["切断", "cutting the graph", "截断"],
+    assert en == [["切断", "cutting the graph, as detach() does", "截断"],
                   ["错误信息", "an error message (报错 is the verb, never the noun)", "报错信息"]]

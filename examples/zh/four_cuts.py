@@ -77,7 +77,7 @@ def in_ipython() -> bool:
 def main() -> None:
     table = markdown_table({name: run(tool) for name, tool in TOOLS.items()})
     if in_ipython():
-        # 在 Jupyter（以及本书）中表格会渲染出来；同一段文本也用作纯文本形式。
+        # 在 Jupyter（以及本书）中表格会渲染出来；这段文本本身也就是它的纯文本形式。
         from IPython.display import display
 
         display({"text/markdown": table, "text/plain": table}, raw=True)

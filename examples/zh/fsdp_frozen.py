@@ -4,7 +4,7 @@
 用 Adam 把同一个由 ``body`` 和 ``head`` 组成的小模型训练几步，共八种设置：
 
 - FSDP2：冻结的 body 单独作为一个分片单元；整个模型作为一个单元，冻结参数和可训练参数放在一起；
-  另有一次在 ``fully_shard`` 之前就过早地创建了优化器；
+  另有一种设置在调用 ``fully_shard`` 之前就创建了优化器，创建得太早；
 - FSDP1（``FullyShardedDataParallel``）：整个模型作为一个单元，分别不加和加上
   ``use_orig_params=True``；以及把冻结的 body 单独包装；
 - FSDP1：只冻结 body 的第一层，body 作为一个单元包装，分别不加和加上 ``use_orig_params=True``。

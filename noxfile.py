@@ -12,6 +12,8 @@
     nox -s linkcheck   every external link of both languages (needs the network)
     nox -s determinism execute every page a second time; fails on any output that changed
     nox -s compare     compare results/cpu.json with results/cuda.json; fails on behaviour
+    nox -s wheelhouse  the wheels .ci/gpu-check needs and the GPU machine lacks, into
+                       wheelhouse/py<XY>/ (``-- --python 3.11``: for the rehearsal here)
     nox -s versions    execute the book under each release of torch-releases.txt, record
                        results/cpu-torch-<release>.json and print what changed
     nox -s newest-torch  build the book on the newest torch release; fails on what changed
@@ -105,6 +107,12 @@ def doctest(session: nox.Session) -> None:
 def compare(session: nox.Session) -> None:
     """Compare the recorded CPU and CUDA outputs cell by cell."""
     python(session, environment(session), "-m", "book_extensions.records", "compare")
+
+
+@nox.session
+def wheelhouse(session: nox.Session) -> None:
+    """Download the wheels a records-only run on the GPU machine needs and it lacks (README, "The GPU job")."""
+    python(session, environment(session), "-m", "book_extensions.tools.wheelhouse", "download", *session.posargs)
 
 
 @nox.session

@@ -41,7 +41,8 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.provenance`: the page that says what built the book.
 
 Code that runs inside the pages' kernels is in :mod:`.kernel`; the command-line tools
-(build and its publishing step, serve, bench, weight, determinism, releases, toolchain) are in :mod:`.tools`.
+(build and its publishing step, serve, bench, weight, determinism, releases, toolchain, wheelhouse) are in
+:mod:`.tools`.
 
 Where the book leans on another project's internals or copies its files, and why:
 :mod:`.upstream` lists every case; ``tests/test_upstream.py`` fails when one moves.

@@ -299,6 +299,46 @@ def cpu_record_for(results: Path, cuda: dict | None) -> dict | None:
     return load(results / "cpu.json")
 
 
+def cpu_record_name(results: Path, cuda: dict) -> str:
+    """Which file :func:`cpu_record_for` took."""
+    same = results / f"cpu-torch-{release_of(cuda)}.json"
+    return same.name if same.exists() else "cpu.json"
+
+
+# Two CPU runs of one torch release: nothing is noise, wording included.
+SAME_RELEASE_RULES = Rules(names=("recorded", "this run"), devices=False, wording=True)
+
+
+def compare_cpu_runs(run: dict, results: Path, docs: Path, path: Path) -> int:
+    """A CPU record (the GPU job rehearsed on a CPU) against the CPU record of its torch
+    release: identical but for its date, or every cell that differs. 0 when identical."""
+    name = f"cpu-torch-{release_of(run)}.json"
+    recorded = load(results / name)
+    if recorded is None:
+        print(f"error: {results / name} is missing: record torch {release_of(run)} first "
+              f"(`nox -s versions -- {release_of(run)}`)", file=sys.stderr)
+        return 2
+    shown = f"{results.name}/{name}"
+    if {**run, "date": None} == {**recorded, "date": None}:
+        dates = "" if run["date"] == recorded["date"] else f" (its outputs from {run['date']}, the record's from {recorded['date']})"
+        print(f"record identical to {shown}{dates}")
+        return 0
+    fields = sorted(key for key in set(run) | set(recorded)
+                    if key not in ("date", "pages") and run.get(key) != recorded.get(key))
+    for key in fields:
+        print(f"  {key}: {recorded.get(key)!r} recorded, {run.get(key)!r} in {path.name}")
+    differences = compare(recorded, run, current_digests(docs), SAME_RELEASE_RULES)
+    same_pages = run["pages"] == recorded["pages"]
+    for d in differences:
+        print(f"  {d.kind:<9} {page_source(docs, d.page)} code cell {d.cell}: {d.detail}")
+    if same_pages:
+        print(f"outputs identical to {shown}; the record differs in {', '.join(fields)}")
+    else:
+        unexplained = "" if differences else " (in what was recorded; the comparison explains none)"
+        print(f"record differs from {shown}: {len(differences)} cells{unexplained}")
+    return 1
+
+
 def cache_dir_for(device: str, cache_root: Path) -> Path:
     from .cache_key import cache_dir
 
@@ -316,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     cmp_ = commands.add_parser("compare", help="compare results/cpu.json and results/cuda.json")
     cmp_.add_argument("--results", type=Path, default=ROOT / "results")
     cmp_.add_argument("--docs", type=Path, default=ROOT / "docs")
+    cmp_.add_argument("--record", type=Path, help="the record to compare (default: cuda.json in --results); "
+                      "a CPU record must equal the CPU record of its torch release in --results")
     args = parser.parse_args(argv)
 
     if args.command == "record":
@@ -326,7 +368,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {target} ({sum(map(len, data['pages'].values()))} cells)")
         return 0
 
-    cuda = load(args.results / "cuda.json")
+    if args.record is not None:
+        if not args.record.exists():
+            print(f"error: {args.record} does not exist", file=sys.stderr)
+            return 2
+        if load(args.record)["device"] == "cpu":
+            return compare_cpu_runs(load(args.record), args.results, args.docs, args.record)
+    cuda = load(args.record or args.results / "cuda.json")
     cpu = cpu_record_for(args.results, cuda)
     if cpu is None:
         print(f"error: {args.results / 'cpu.json'} is missing: run `nox -s docs` first", file=sys.stderr)
@@ -335,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         print("No CUDA run is recorded yet (results/cuda.json): nothing to compare.")
         return 0
     differences = compare(cpu, cuda, current_digests(args.docs))
-    print(f"CPU ({cpu['torch']}) against CUDA ({cuda['torch']}, {cuda['device_name']}, "
+    print(f"CPU ({cpu['torch']}, {cpu_record_name(args.results, cuda)}) against CUDA ({cuda['torch']}, {cuda['device_name']}, "
           f"CUDA {cuda['cuda']}, {cuda['date']})")
     for d in differences:
         print(f"  {d.kind:<9} {page_source(args.docs, d.page)} code cell {d.cell}: {d.detail}")

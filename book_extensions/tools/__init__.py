@@ -6,5 +6,7 @@
 - :mod:`.weight`: bytes and first paint of every page, in Chromium;
 - :mod:`.determinism`: every page executed a second time, compared with the cache;
 - :mod:`.toolchain`: the shared Python environment per torch release (standard library
-  only: the noxfile imports it before any environment exists).
+  only: the noxfile imports it before any environment exists);
+- :mod:`.wheelhouse`: the wheels the GPU machine lacks for ``.ci/gpu-check`` (standard
+  library and pip: it installs them there before anything else is).
 """

@@ -5,9 +5,10 @@ built separately from ``docs/<code>/`` into ``<site>/<code>/``. This module
 
 - applies what depends on the language (project name, search, myst-nb prompts,
   the html ``lang`` attribute);
-- gives every page ``<link rel="alternate" hreflang>`` for each language plus
-  ``x-default`` (addresses percent-encoded), and a visible switch to the same page in
-  the other languages (in the side bar and in the top bar);
+- gives every page, when ``book_base_url`` is set, ``<link rel="alternate" hreflang>``
+  for each language plus ``x-default`` (absolute, percent-encoded addresses; none without
+  a base URL, since search engines refuse relative ones), and a visible switch to the same
+  page in the other languages (in the side bar and in the top bar);
 - compiles the book's catalogs (its own strings and the theme's gaps) for Sphinx.
 
 The site's root page, which sends visitors to the language their browser prefers,
@@ -102,14 +103,18 @@ def alternates(app: Sphinx, pagename: str) -> list[dict]:
 
 def add_language_links(app: Sphinx, pagename, templatename, context, doctree) -> None:
     links = alternates(app, pagename)
-    tags = [
-        f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{escape(e["href"])}">'
-        for e in links
-    ]
-    default = next((e for e in links if e["code"] == app.config.book_languages[0]["code"]), None)
-    if default:
-        tags.append(f'<link rel="alternate" hreflang="x-default" href="{escape(default["href"])}">')
-    context["metatags"] = context.get("metatags", "") + "\n".join(tags) + "\n"
+    # hreflang links only with absolute addresses: search engines refuse relative ones
+    # (Lighthouse: "Relative href value"). Without book_base_url a page has none; its
+    # visible language switch (book_alternates) links relatively either way.
+    if app.config.book_base_url:
+        tags = [
+            f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{escape(e["href"])}">'
+            for e in links
+        ]
+        default = next((e for e in links if e["code"] == app.config.book_languages[0]["code"]), None)
+        if default:
+            tags.append(f'<link rel="alternate" hreflang="x-default" href="{escape(default["href"])}">')
+        context["metatags"] = context.get("metatags", "") + "\n".join(tags) + "\n"
     context["book_alternates"] = links
     context["book_switch_label"] = message("switch_label")
 

@@ -1,7 +1,7 @@
 """What makes the site findable and shareable.
 
 - Open Graph tags on every page, by sphinxext-opengraph (title, description, locale,
-  and the page's absolute URL when ``book_base_url`` is set);
+  and the page's absolute URL when ``book_base_url`` is set; none without it);
 - only the theme's message catalogs of the language built;
 - in every page's footer, in the reader's language: the licences (text CC BY-SA 4.0,
   code MIT-0; see LICENSE) and, when ``book_repository`` is set, links to report a
@@ -51,6 +51,16 @@ def add_description(app: Sphinx, pagename, templatename, context, doctree) -> No
     if text:
         context["meta"] = {**(context.get("meta") or {}), "og:description": text}
         context["metatags"] = context.get("metatags", "") + f'<meta name="description" content="{escape(text)}">\n'
+
+
+RELATIVE_OG_URL = re.compile(r'<meta property="og:url" content="(?![a-z][a-z0-9+.-]*://)[^"]*" />\n?')
+
+
+def drop_relative_page_url(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """Runs after sphinxext-opengraph, which without ``ogp_site_url`` writes the page's
+    og:url relative (``second.html``): Open Graph needs an absolute one, or none."""
+    if "og:url" in context.get("metatags", ""):
+        context["metatags"] = RELATIVE_OG_URL.sub("", context["metatags"])
 
 
 def link(text: str, href: str) -> str:
@@ -128,4 +138,5 @@ def setup(app: Sphinx) -> None:
     app.connect("config-inited", configure_open_graph)
     app.connect("html-page-context", add_description, priority=400)
     app.connect("html-page-context", add_footer)
+    app.connect("html-page-context", drop_relative_page_url, priority=600)
     app.connect("build-finished", write_manifest)

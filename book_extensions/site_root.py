@@ -1,6 +1,7 @@
 """The site root: one folder per language, and around them what belongs to the whole site.
 
-    index.html    sends readers to the language their browser prefers (a list without script)
+    index.html    sends readers to the language their browser prefers (a list without script);
+                  with book_base_url, hreflang links to each language's start (absolute)
     404.html      in every language, with absolute links (it answers for any missing path)
     robots.txt    and, when book_base_url is set, sitemap.xml with every page's hreflang alternates
                   (percent-encoded URLs)
@@ -114,8 +115,10 @@ def write(site: Path, doctrees: Path, languages: list[dict], docs: Path, suffixe
     (site / "index.html").write_text(ROOT_PAGE.format(
         default_lang=languages[0]["hreflang"],
         title=escape(first["root_title"]),
+        # Absolute, or none: search engines refuse a relative hreflang address.
         alternates="\n".join(
-            f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{e["code"]}/index.html">' for e in languages),
+            f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{escape(base)}/{e["code"]}/index.html">'
+            for e in languages) if base else "",
         languages=json.dumps([{"code": e["code"], "hreflang": e["hreflang"]} for e in languages]),
         links="\n".join(
             f'<li><a href="{e["code"]}/index.html" hreflang="{e["hreflang"]}" '

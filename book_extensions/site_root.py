@@ -126,7 +126,7 @@ def write(site: Path, doctrees: Path, languages: list[dict], docs: Path, suffixe
     ), encoding="utf8")
     sections = "\n".join(
         f'<section lang="{lang["hreflang"]}"><h1>{escape(manifests[lang["code"]]["not_found"])}</h1>'
-        f'<p><a href="{base}/{lang["code"]}/index.html">{escape(manifests[lang["code"]]["not_found_link"])}</a></p>'
+        f'<p><a href="{escape(base)}/{lang["code"]}/index.html">{escape(manifests[lang["code"]]["not_found_link"])}</a></p>'
         '</section>'
         for lang in languages
     )

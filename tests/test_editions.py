@@ -15,11 +15,23 @@ from books import FIXTURES, ROOT, build_book, index_parts
 from pypdf import PdfReader
 
 from book_extensions.execution import EXECUTIONS_FILE
-from book_extensions.tools.editions import PdfError, epubcheck, retitle_bookmarks
+from book_extensions.tools.editions import (
+    EQUIVALENT_IDEOGRAPHS,
+    PdfError,
+    cmap_mappings,
+    epubcheck,
+    ideograph,
+    name_ideographs,
+    retitle_bookmarks,
+)
 from book_extensions.tools.weight import chromium_path
 
 DOCS = FIXTURES / "good" / "docs"
 CJK = re.compile(r"[\u4e00-\u9fff]")
+RADICAL = re.compile(r"[\u2e80-\u2fdf\u31c0-\u31ef]")  # CJK Radicals Supplement, Kangxi Radicals, CJK Strokes
+# Debian's fonts-noto-cjk, the package the publish workflow installs, unpacked by .ci/run
+# (never installed: the other tests keep the machine's fonts).
+NOTO_CJK = ROOT / ".tools" / "fonts-noto-cjk"
 
 
 def needs(ok: bool, what: str) -> None:
@@ -75,8 +87,10 @@ def fonts(reader: PdfReader) -> dict[str, bool]:
     for page in reader.pages:
         for font in (page.get("/Resources") or {}).get("/Font", {}).values():
             font = font.get_object()
-            if font.get("/Subtype") == "/Type3":  # glyphs drawn in the PDF itself
-                found[f"Type3 {len(font.get('/CharProcs', {}))} glyphs"] = "/CharProcs" in font
+            if font.get("/Subtype") == "/Type3":  # glyphs drawn in the PDF itself (Noto Sans CJK's, for one)
+                descriptor = font["/FontDescriptor"].get_object() if "/FontDescriptor" in font else {}
+                name = descriptor.get("/FontName", f"Type3 {len(font.get('/CharProcs', {}))} glyphs")
+                found[str(name)] = "/CharProcs" in font
                 continue
             described = font["/DescendantFonts"][0].get_object() if "/DescendantFonts" in font else font
             descriptor = described.get("/FontDescriptor")
@@ -105,6 +119,157 @@ def test_the_pdf_holds_every_heading_in_real_glyphs_with_its_fonts_embedded(edit
     if code == "zh":
         assert len(CJK.findall(text)) > 50
         assert any(re.search(r"CJK|WenQuanYi|WQY|Han|Droid|Noto ?Sans ?SC", name, re.I) for name in used), used
+
+
+def noto_sans_cjk() -> list[str]:
+    """Noto Sans CJK's font files: .ci/run's copy in .tools/, else the machine's."""
+    found = sorted(str(path) for path in NOTO_CJK.glob("**/NotoSansCJK-*.ttc"))
+    if not found and shutil.which("fc-list"):
+        listed = subprocess.run(["fc-list", ":family=Noto Sans CJK SC", "file"], capture_output=True, text=True).stdout
+        found = sorted({line.strip().rstrip(":") for line in listed.splitlines() if line.strip()})
+    return found
+
+
+def noto_only(folder, files: list[str]):
+    """A private fontconfig file: the machine's fonts, but for Chinese only Noto Sans CJK
+    (any other font that covers Chinese, WenQuanYi for one, is left out); its cache in
+    ``folder``, listed first so that fontconfig writes there and the machine is untouched."""
+    accepted = "".join(f"<acceptfont><pattern><patelt name='file'><string>{file}</string></patelt></pattern></acceptfont>"
+                       for file in files)
+    folders = "".join(f"<dir>{folder}</dir>" for folder in sorted({os.path.dirname(file) for file in files}))
+    config = folder / "fonts.conf"
+    config.write_text(f"""<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig>
+  <cachedir>{folder / "cache"}</cachedir>
+  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>
+  {folders}
+  <selectfont>
+    <rejectfont><pattern><patelt name="lang"><string>zh-cn</string></patelt></pattern></rejectfont>
+    {accepted}
+  </selectfont>
+  <alias binding="strong"><family>sans-serif</family><prefer><family>Noto Sans CJK SC</family></prefer></alias>
+</fontconfig>
+""")
+    return config
+
+
+@pytest.fixture(scope="module")
+def noto_pdf(editions, tmp_path_factory):
+    """The Chinese PDF printed where Noto Sans CJK is the only Chinese font, as on most
+    Linux desktops; beside it, the printing command's output."""
+    files = noto_sans_cjk()
+    needs(bool(files), "Noto Sans CJK (Debian's fonts-noto-cjk, which .ci/run unpacks into .tools/)")
+    build, _ = editions
+    work = tmp_path_factory.mktemp("noto")
+    env = {**os.environ, "FONTCONFIG_FILE": str(noto_only(work, files))}
+    run = subprocess.run(
+        [sys.executable, "-m", "book_extensions.tools.editions", "pdf", "--language", "zh", "--docs", str(DOCS),
+         "--out", str(work / "_build"), "--cache-root", str(build.cache)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return work / "_build" / "cpu" / "offline" / "zh" / "cutting-the-graph-zh.pdf", run.stdout
+
+
+def test_the_chinese_pdf_reads_as_its_pages_with_noto_sans_cjk(editions, noto_pdf):
+    # Noto Sans CJK draws 一 and ⼀ (KANGXI RADICAL ONE) with one glyph, and Chromium names
+    # it by the radical: the PDF read ⼀本⼩书 for 一本小书, to search, copy and screen readers.
+    path, output = noto_pdf
+    reader = PdfReader(path, strict=True)  # still a well-formed PDF after its text maps were rewritten
+    used = fonts(reader)
+    assert any("NotoSansCJK" in name for name in used) and all(used.values()), used
+    assert not any(re.search("WenQuanYi|WQY|Droid", name) for name in used), used  # the private fontconfig held
+    text = "\n".join(page.extract_text() for page in reader.pages)
+    assert not RADICAL.findall(text), sorted(set(RADICAL.findall(text)))
+    assert "一本小书" in reader.pages[0].extract_text()
+    # The same Chinese characters as the PDF printed with the machine's fonts, and only ones
+    # the page holds (or its stylesheet: "⚠ 警告" is CSS's).
+    build, _ = editions
+    machine = "".join(page.extract_text() for page in PdfReader(edition(build, "zh", "pdf")).pages)
+    assert set(CJK.findall(text)) == set(CJK.findall(machine))
+    printed = build.out / "cpu" / "singlehtml" / "zh"
+    page = "".join(path.read_text(encoding="utf8") for path in (printed / "index.html", printed / "_static" / "book.css"))
+    assert set(CJK.findall(text)) <= set(CJK.findall(page))
+    flat = re.sub(r"\s+", "", text)
+    for heading in headings("zh"):
+        assert re.sub(r"\s+", "", heading) in flat, heading
+    corrected = re.search(r"(\d+) glyphs named by a CJK radical now read as their ideograph", output)
+    assert corrected and int(corrected.group(1)) > 0, output
+
+
+def cmap_font(writer, cmap: bytes, name: str = "/Noto"):
+    """A page that shows codes 01 to 0A in a font whose ToUnicode map is ``cmap``."""
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    stream = DecodedStreamObject()
+    stream.set_data(b"/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n1 begincodespacerange\n"
+                    b"<00> <FF>\nendcodespacerange\n" + cmap + b"endcmap\nend\nend")
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject(name),
+                             NameObject("/ToUnicode"): writer._add_object(stream)})
+    page = writer.add_blank_page(200, 100)
+    page[NameObject("/Resources")] = DictionaryObject(
+        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})})
+    content = DecodedStreamObject()
+    content.set_data(b"BT /F1 12 Tf 10 50 Td <0102030405060708090A> Tj ET")
+    page[NameObject("/Contents")] = writer._add_object(content)
+    return stream
+
+
+def read_back(writer) -> str:
+    import io
+
+    out = io.BytesIO()
+    writer.write(out)
+    return PdfReader(io.BytesIO(out.getvalue()), strict=True).pages[0].extract_text()
+
+
+def test_radicals_in_a_text_map_read_as_their_ideographs_unless_the_page_shows_the_radical():
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    stream = cmap_font(writer, (
+        b"4 beginbfchar\n<01> <2F00>\n<02> <4E66>\n<03> <2E80>\n<04> <31D0>\nendbfchar\n"  # ⼀, 书, ⺀ (REPEAT), ㇐
+        b"2 beginbfrange\n<05> <07> <2EC4>\n<08> <0A> [<2F29> <897F> <0041>]\nendbfrange\n"))  # ⻄ ⻅ ⻆; ⼩ 西 A
+    assert read_back(writer) == "⼀书⺀㇐⻄⻅⻆⼩西A"  # what Chromium's PDF reads as, without the fix
+    # The page shows ⻄ (U+2EC4), and 西 under another glyph: the font draws them apart, ⻄ stays.
+    # It shows ⼀ and 一, which the font draws alike: the glyph reads as 一, the commoner.
+    assert name_ideographs(writer, "一本小书 ⼀ ⻄ 西 A") == 5
+    assert read_back(writer) == "一书⺀一⻄见角小西A"  # ⺀ stands for no ideograph
+    data = stream.get_data()
+    assert data.startswith(b"/CIDInit") and b"endcodespacerange\n10 beginbfchar\n" in data and data.endswith(b"end")
+    assert name_ideographs(writer, "一本小书 ⼀ ⻄ 西 A") == 0  # nothing left to do
+
+    # A radical the page shows, whose ideograph it does not: the glyph is the radical's.
+    writer = PdfWriter()
+    cmap_font(writer, b"1 beginbfchar\n<01> <2F00>\nendbfchar\n")
+    assert name_ideographs(writer, "KANGXI RADICAL ONE: ⼀") == 0
+
+
+def test_skias_ranges_count_code_points_and_an_unreadable_text_map_stops_the_pdf():
+    from pypdf import PdfWriter
+
+    assert cmap_mappings([(b"bfrange", b"<0001> <0003> <4EFF>\n<0010> <0011> <D841DE28>")]) == [
+        ("0001", "\u4eff"), ("0002", "\u4f00"), ("0003", "\u4f01"), ("0010", "\U00020628"), ("0011", "\U00020629")]
+    writer = PdfWriter()
+    cmap_font(writer, b"1 beginbfrange\n<01> <03> [<2F00> <4E66>]\nendbfrange\n", name="/Broken")
+    with pytest.raises(PdfError, match=r"^book.pdf: the text map of font /Broken cannot be read: a bfrange section: "
+                                       r"<01> <03> with 2 texts$"):
+        name_ideographs(writer, "", "book.pdf")
+
+
+def test_the_radical_table_names_radicals_and_strokes_and_unified_ideographs():
+    import unicodedata
+
+    def unified(character):  # the CJK Unified Ideographs blocks (Python's Unicode may lack newer names)
+        return "\u3400" <= character <= "\u9fff" or "\U00020000" <= character <= "\U0003134f"
+
+    for code, target in EQUIVALENT_IDEOGRAPHS.items():
+        assert unicodedata.name(chr(code)).startswith(("CJK RADICAL", "CJK STROKE")), hex(code)
+        assert unified(target), (hex(code), target)
+    for code in range(0x2F00, 0x2FD6):  # the Kangxi radicals, through NFKC
+        assert unified(ideograph(chr(code))), hex(code)
+    assert ideograph("A") is None and ideograph("\u2e80") is None and ideograph("\u4e00") is None
 
 
 @pytest.mark.parametrize("code", ["en", "zh"])

@@ -10,7 +10,8 @@ mobile preset: a phone's screen and Lighthouse's simulated slow 4G and 4x slower
 Lighthouse drives the Chromium of the browser tests, with their flags.
 
 Prints each page's performance, accessibility, best practices and SEO scores with its
-first and largest contentful paint (simulated), then the lowest page of each category.
+first and largest contentful paint (simulated) and how long Lighthouse took on it, then
+the lowest page of each category.
 Exits 1 when a page scores below 100 in accessibility, best practices or SEO (they do
 not depend on the machine's speed; the failing audits are named on one line per page)
 or requested anything from another host; performance is reported, never judged, since
@@ -203,10 +204,12 @@ def score_site(site: Path, pages: list[str], progress=None) -> list[Scores]:
 
 def row(scores: Scores) -> str:
     values = " ".join(f"{scores.scores[category]:>5}" for category in CATEGORIES)
-    return f"{scores.page:<32} {values} {scores.fcp / 1000:>7.1f} {scores.lcp / 1000:>7.1f}"
+    return (f"{scores.page:<32} {values} {scores.fcp / 1000:>7.1f} {scores.lcp / 1000:>7.1f}"
+            f" {scores.seconds:>6.0f}")
 
 
-HEADER = f"{'page':<32} {' '.join(f'{short:>5}' for short in CATEGORIES.values())} {'FCP s':>7} {'LCP s':>7}"
+HEADER = (f"{'page':<32} {' '.join(f'{short:>5}' for short in CATEGORIES.values())} {'FCP s':>7} {'LCP s':>7}"
+          f" {'run s':>6}")
 
 
 def report(found: list[Scores]) -> list[str]:
@@ -225,7 +228,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("site", nargs="?", type=Path, default=ROOT / "_build" / "cpu" / "html")
     parser.add_argument("--page", default="*", help="glob over <language>/<page>.html (default: every page)")
     args = parser.parse_args(argv)
-    if not (args.site / "index.html").exists():
+    if not pages_of(args.site):
         print(f"error: no built site in {args.site}: run `nox -s docs` first", file=sys.stderr)
         return 2
     if not os.path.exists(chromium_path()):

@@ -83,3 +83,13 @@ def test_the_site_is_served_compressed_like_github_pages():
 def test_ci_installs_the_pinned_lighthouse():
     run = (ROOT / ".ci" / "run").read_text(encoding="utf8")
     assert f"lighthouse@{lighthouse.VERSION}" in run and f'"version": "{lighthouse.VERSION}"' in run
+
+
+def test_the_summary_names_the_lowest_page_and_every_failing_audit():
+    def scores(page, seo, failing):
+        return lighthouse.Scores(page, {"performance": 90, "accessibility": 100, "best-practices": 100, "seo": seo},
+                                 {"performance": [], "accessibility": [], "best-practices": [], "seo": failing})
+
+    lines = lighthouse.report([scores("en/a.html", 100, []), scores("zh/b.html", 91, ["meta-description"])])
+    assert "lowest seo: 91 (zh/b.html)" in lines and "lowest accessibility: 100 (every page)" in lines
+    assert lines[-1] == "zh/b.html: seo 91 (meta-description)"

@@ -216,8 +216,10 @@ def report(found: list[Scores]) -> list[str]:
     """The table's summary: the lowest page of each category, then each page's problems."""
     lines = []
     for category in CATEGORIES:
-        low = min(found, key=lambda scores: scores.scores[category])
-        lines.append(f"lowest {category}: {low.scores[category]} ({low.page})")
+        lowest = min(scores.scores[category] for scores in found)
+        pages = [scores.page for scores in found if scores.scores[category] == lowest]
+        where = "every page" if len(pages) == len(found) > 1 else ", ".join(pages)
+        lines.append(f"lowest {category}: {lowest} ({where})")
     lines += [scores.problems() for scores in found if scores.problems()]
     return lines
 

@@ -240,10 +240,11 @@ def main(argv: list[str]) -> int:
     if not pages:
         print(f"error: no page matches {args.page!r}", file=sys.stderr)
         return 2
-    print(f"Lighthouse {VERSION}, mobile preset, {len(pages)} pages of {args.site}")
-    print(HEADER, flush=True)
-    started = time.monotonic()
     try:
+        lighthouse_command()  # installed and the pinned release, before the table starts
+        print(f"Lighthouse {VERSION}, mobile preset, {len(pages)} page{'s' * (len(pages) != 1)} of {args.site}")
+        print(HEADER, flush=True)
+        started = time.monotonic()
         found = score_site(args.site, pages, progress=lambda scores: print(row(scores), flush=True))
     except LighthouseError as error:
         print(f"error: {error}", file=sys.stderr)

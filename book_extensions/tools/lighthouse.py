@@ -251,7 +251,7 @@ def main(argv: list[str]) -> int:
         return 2
     lines = report(found)
     print("\n".join(lines))
-    print(f"{len(found)} pages in {time.monotonic() - started:.0f} s")
+    print(f"{len(found)} page{'s' * (len(found) != 1)} in {time.monotonic() - started:.0f} s")
     return 1 if any(scores.problems() for scores in found) else 0
 
 

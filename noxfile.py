@@ -20,6 +20,8 @@
     nox -s serve       live preview of one language that rebuilds on save
     nox -s bench       how long builds take and how many pages each executes
     nox -s weight      bytes, requests and first paint of every page on a throttled phone, in Chromium
+    nox -s lighthouse  Lighthouse's scores (mobile preset) of every page, served compressed like
+                       GitHub Pages; fails below 100 in accessibility, best practices or SEO
 
 Without nox installed, ``python3 noxfile.py -s docs`` installs it first (see below).
 Every session runs in one shared environment per torch release, ``.toolchain/torch-<release>/``
@@ -196,3 +198,12 @@ def weight(session: nox.Session) -> None:
     375 px, on issue 20's phone (150 ms, 1.6 Mbit/s, CPU 4x slower); run `docs` first.
     `nox -s weight -- --page 'zh/*'` measures some pages, `-- --requests` lists each response."""
     python(session, environment(session), "-m", "book_extensions.tools.weight", *session.posargs)
+
+
+@nox.session
+def lighthouse(session: nox.Session) -> None:
+    """Lighthouse's performance, accessibility, best-practices and SEO scores of every page of the
+    built site (run `docs` first), mobile preset, served gzip-compressed like GitHub Pages; fails
+    when a page scores below 100 in the last three. `nox -s lighthouse -- --page 'zh/*'` scores some
+    pages. Needs Lighthouse in .tools/lighthouse/ (.ci/run installs it)."""
+    python(session, environment(session), "-m", "book_extensions.tools.lighthouse", *session.posargs)

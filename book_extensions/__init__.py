@@ -41,7 +41,7 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.provenance`: the page that says what built the book.
 
 Code that runs inside the pages' kernels is in :mod:`.kernel`; the command-line tools
-(build and its publishing step, serve, bench, weight, determinism, releases, toolchain, wheelhouse) are in
+(build and its publishing step, serve, bench, weight, lighthouse, determinism, releases, toolchain, wheelhouse) are in
 :mod:`.tools`.
 
 Where the book leans on another project's internals or copies its files, and why:

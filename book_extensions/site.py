@@ -47,7 +47,8 @@ def add_description(app: Sphinx, pagename, templatename, context, doctree) -> No
     Its own description joins the page's text nodes with spaces ("没有 grad_fn 。")
     and runs into the provenance line; this is the first real paragraph, as written.
     """
-    text = description(doctree)
+    # Pages Sphinx generates (search, index) have no doctree: they get the book's description.
+    text = description(doctree) or message("book_description")
     if text:
         context["meta"] = {**(context.get("meta") or {}), "og:description": text}
         context["metatags"] = context.get("metatags", "") + f'<meta name="description" content="{escape(text)}">\n'

@@ -4,6 +4,7 @@
 - :mod:`.serve`: live preview of one language;
 - :mod:`.bench`: how long builds take and how much they execute;
 - :mod:`.weight`: bytes and first paint of every page, in Chromium;
+- :mod:`.lighthouse`: Lighthouse's four scores of every page, served like GitHub Pages;
 - :mod:`.determinism`: every page executed a second time, compared with the cache;
 - :mod:`.toolchain`: the shared Python environment per torch release (standard library
   only: the noxfile imports it before any environment exists);

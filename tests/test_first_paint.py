@@ -1,0 +1,129 @@
+"""A page's first paint waits for nothing but its HTML (book_extensions/first_paint.py):
+the first screen's CSS inline, the sheets and scripts deferred, the icon font preloaded."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from book_extensions import first_paint
+
+MARK = first_paint.MARK
+
+HEAD = """<!DOCTYPE html><html><head>
+  <script data-cfasync="false">document.documentElement.dataset.mode = "auto";</script>
+  <link href="../_static/styles/theme.css?digest=1" rel="stylesheet" />
+    <link rel="stylesheet" type="text/css" href="../_static/book.css?v=2" />
+    <script src="../_static/documentation_options.js?v=3"></script>
+    <script defer="defer" src="../_static/own.js?v=4"></script>
+    <script src="../_static/doctools.js?v=5"></script>
+    <script>DOCUMENTATION_OPTIONS.pagename = 'page';</script>
+  </head>"""
+
+
+@pytest.fixture
+def site(tmp_path):
+    """One page under en/ whose article runs past the first screen, with a theme sheet
+    that @imports another, a sheet of the book's own, an icon font and scripts."""
+    static = tmp_path / "_static"
+    (static / "styles").mkdir(parents=True)
+    (static / "vendor").mkdir()
+    (static / "styles" / "theme.css").write_text('@import "../basic.css";\n.bd-header{position:sticky}', encoding="utf8")
+    (static / "basic.css").write_text("img{max-width:100%}.below-only{color:red}", encoding="utf8")
+    (static / "book.css").write_text(
+        ":root{--used:1px;--unused:2px}.bd-header{border-width:var(--used)}"
+        "@font-face{font-family:Icons;src:url(vendor/icons.woff2) format(\"woff2\")}"
+        ".icon::before{font-family:Icons;content:\"\\f015\"}"
+        "@font-face{font-family:Unused;src:url(vendor/unused.woff2)}"
+        ".deep .below-only{background:url(vendor/x.png)}", encoding="utf8")
+    (static / "documentation_options.js").write_text("const DOCUMENTATION_OPTIONS = {};", encoding="utf8")
+    (static / "doctools.js").write_text("", encoding="utf8")
+    text = "word " * (first_paint.FIRST_SCREEN // 4)
+    page = (HEAD + '<body><header class="bd-header"><i class="icon"></i><img src="x.png"></header>'
+            f'<article class="bd-article"><p>{text}</p><div class="deep"><p class="below-only">late</p></div>'
+            "</article></body></html>")
+    (tmp_path / "en").mkdir()
+    (tmp_path / "en" / "page.html").write_text(page, encoding="utf8")
+    return tmp_path
+
+
+def rewritten(site, page="en/page.html"):
+    first_paint.rewrite_site(site)
+    return (site / page).read_text(encoding="utf8")
+
+
+def inline_css(page: str) -> str:
+    return re.search(rf"<style {MARK}>(.*?)</style>", page, re.S).group(1)
+
+
+def test_the_first_screen_rules_are_inline_and_the_rest_are_not(site):
+    css = inline_css(rewritten(site))
+    assert ".bd-header{position:sticky" in css  # the theme sheet
+    assert "img{max-width:100%" in css  # the sheet it @imports, in its place
+    assert css.index("position:sticky") > css.index("max-width")  # basic.css first, as @import puts it
+    assert "below-only" not in css  # only past the first screen
+    assert "--used:1px" in css and "--unused" not in css
+    assert "font-family:Icons" in css and "Unused" not in css
+    # Rewritten for the page, one folder down from the sheet's.
+    assert "url(../_static/vendor/icons.woff2)" in css
+
+
+def test_the_whole_sheets_load_later_and_without_javascript(site):
+    page = rewritten(site)
+    head = page[:page.index("</head>")]
+    links = re.findall(r"<link\b[^>]*>", re.sub(r"<noscript.*?</noscript>", "", head, flags=re.S))
+    sheets = [link for link in links if 'rel="stylesheet"' in link]
+    assert len(sheets) == 2 and all('media="print"' in link and "onload=" in link for link in sheets)
+    # They switch on together: the script counts all of them.
+    assert "var bookSheets=2;" in head
+    noscript = re.search(r"<noscript[^>]*>(.*?)</noscript>", head, re.S).group(1)
+    assert re.findall(r'href="([^"]+)"', noscript) == ["../_static/styles/theme.css?digest=1", "../_static/book.css?v=2"]
+    assert '<link data-book-first-paint rel="preload" href="../_static/vendor/icons.woff2" as="font"' in head
+    assert "unused.woff2" not in head
+
+
+def test_scripts_wait_for_the_page_and_keep_their_order(site):
+    page = rewritten(site)
+    scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", page, re.S)
+    sources = [(attributes, re.search(r'(?<![\w-])src="([^"]+)"', attributes)) for attributes, _ in scripts]
+    external = [(attributes, src.group(1)) for attributes, src in sources if src]
+    # doctools.js ran before own.js (blocking, then deferred): still does, both deferred.
+    assert [src for _, src in external] == ["../_static/doctools.js?v=5", "../_static/own.js?v=4"]
+    assert all(re.search(r"\bdefer\b", attributes) for attributes, _ in external)
+    # documentation_options.js is inline, before the inline script that assigns to it.
+    bodies = [body for _, body in scripts]
+    options = bodies.index("const DOCUMENTATION_OPTIONS = {};")
+    assert options < bodies.index("DOCUMENTATION_OPTIONS.pagename = 'page';")
+    assert bodies[0].startswith("document.documentElement.dataset.mode")  # the theme's mode, still first
+
+
+def test_a_second_run_gives_the_same_page(site):
+    once = rewritten(site)
+    assert rewritten(site) == once
+    assert first_paint.undo(once).count('rel="stylesheet"') == 2
+
+
+def test_a_page_without_local_stylesheets_is_left_alone(site):
+    page = site / "en" / "page.html"
+    bare = re.sub(r"<link\b[^>]*>", "", page.read_text(encoding="utf8"))
+    page.write_text(bare, encoding="utf8")
+    assert rewritten(site) == bare
+
+
+def test_the_first_screen_is_the_page_less_the_article_past_its_limit():
+    page = '<header class="a"></header><article class="bd-article"><p>' + "x" * 50 + '</p><p class="b">y</p></article><footer class="c">'
+    cut = first_paint.first_screen(page, limit=40)
+    assert 'class="a"' in cut and 'class="c"' in cut and 'class="b"' not in cut
+    assert first_paint.first_screen(page.replace("bd-article", "other"), limit=40) == page.replace("bd-article", "other")
+
+
+def test_the_real_sheets_are_read_whole(tmp_path):
+    """The theme's sheet parses into rules the inline CSS is made of (a guard on the
+    parser's view of the trimmed sheets the real book ships)."""
+    from test_assets import THEME_STATIC
+
+    shutil.copy(THEME_STATIC / "styles" / "pydata-sphinx-theme.css", tmp_path / "theme.css")
+    (found,) = first_paint.read_sheet(tmp_path, "theme.css", set())
+    assert found[0] == "theme.css" and len(found[1]) > 100

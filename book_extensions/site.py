@@ -47,7 +47,9 @@ def add_description(app: Sphinx, pagename, templatename, context, doctree) -> No
     Its own description joins the page's text nodes with spaces ("没有 grad_fn 。")
     and runs into the provenance line; this is the first real paragraph, as written.
     """
-    text = description(doctree)
+    # A page without a text of its own (search, index) is described as the book is:
+    # Lighthouse's SEO audit wants a description on every page.
+    text = description(doctree) if doctree is not None else message("book_description")
     if text:
         context["meta"] = {**(context.get("meta") or {}), "og:description": text}
         context["metatags"] = context.get("metatags", "") + f'<meta name="description" content="{escape(text)}">\n'

@@ -1,29 +1,30 @@
-"""Nothing between a page's HTML and its first paint: the CSS its first screen needs is
-inline, the rest loads without blocking, scripts wait for the page, and the icon font
-of the first screen is asked for at once (issue 24).
+"""Nothing between a page's HTML and its first paint: the CSS the page uses is inline
+and its scripts wait for the page to be parsed (issue 24).
 
 Lighthouse's phone (150 ms round trips, 1.6 Mbit/s) waited for eight stylesheets and
 seven scripts in the head before it painted anything. After an html build, and after
 :mod:`.assets` has trimmed the themes' sheets, each page's head is rewritten:
 
-- **the first screen's CSS, inline.** The rules of the page's stylesheets (in their
-  order, ``@import`` followed) whose selectors can match the page as it is down to
-  :data:`FIRST_SCREEN` characters of the article's text (all the chrome: header,
-  sidebars, their dialogs, footer; ``assets.Vocabulary`` decides, as for trimming),
-  with the custom properties, ``@font-face`` and ``@keyframes`` those use, go into one
-  ``<style>``; their ``url()``\\ s are rewritten relative to the page;
-- **the whole sheets, later.** Each ``<link rel=stylesheet>`` becomes ``media=print``
-  (fetched without blocking) and all of them are switched to ``media=all`` together
-  when the last one has arrived, so that the cascade is never one sheet short (a theme
-  rule winning over the book's own for a moment); a ``<noscript>`` holds the plain
-  links for a reader without JavaScript. The inline rules are a subset of the sheets in
-  the same order, so once the sheets apply the page is styled exactly as before;
+- **the page's CSS, inline.** The rules of the page's stylesheets (in their order,
+  ``@import`` followed) whose selectors can match the page (``assets.Vocabulary``
+  decides, as for trimming: the classes the scripts add count), with the custom
+  properties, ``@font-face`` and ``@keyframes`` those use, go into one ``<style>``
+  where the first ``<link>`` was; their ``url()``\\ s are rewritten relative to the
+  page. The ``<link>``\\ s go (a comment names each). The same rules in the same order,
+  so the page looks as before, with JavaScript or without.
+
+  Why not "the first screen's CSS inline, the rest deferred": measured on the real
+  book, the rules of a page's first screen (everything down to 4000 characters of its
+  article: the header, sidebars and dialogs are on every screen) were 66 of its 76 KB,
+  so the deferred sheets brought almost nothing new, cost those bytes twice (the
+  error atlas went over tests/test_assets.py's budget) and restyled the whole page a
+  second time when they arrived (Lighthouse's total blocking time). Preloading the
+  icon font the inline CSS declares made the first paint later, not earlier: the
+  font competed with the page for the slow network, and only icons use it.
 - **scripts deferred.** The head's blocking scripts get ``defer``, placed before the
   scripts that were already deferred, so everything still runs in the order it ran in;
   ``documentation_options.js`` (320 bytes, which the head's inline scripts assign to) is
-  inlined instead;
-- **the icon font preloaded.** Each web font the inline CSS declares (Font Awesome's
-  subsets: the menu, search and theme icons of the header) is preloaded.
+  inlined instead.
 
 The step is idempotent: a page written by an earlier build (an incremental build
 leaves it) is first put back as the theme wrote it, then rewritten.
@@ -31,7 +32,6 @@ leaves it) is first put back as the theme wrote it, then rewritten.
 
 from __future__ import annotations
 
-import html
 import posixpath
 import re
 from pathlib import Path
@@ -43,28 +43,18 @@ from . import assets
 
 logger = sphinx_logging.getLogger(__name__)
 
-# Characters of the article's text that the inline CSS covers: a 1280 px screen shows
-# about 3000 of English prose, a phone far fewer (code and headings take more room per
-# character). Below it an element waits a moment for the sheets; it is off screen.
-FIRST_SCREEN = 4000
-
 MARK = "data-book-first-paint"
 HEAD = re.compile(r"<head>.*?</head>", re.S)
 STYLESHEET = re.compile(r"""<link\b[^>]*\brel=["']?stylesheet\b[^>]*>""")
 HREF = re.compile(r"""(?<![\w-])href=["']([^"']+)["']""")
 SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script>", re.S)
 SRC = re.compile(r"""(?<![\w-])src=["']([^"']+)["']""")
-ARTICLE = re.compile(r"""<article\b[^>]*\bclass=["'][^"']*\bbd-article\b[^>]*>""")
-TAG_OR_TEXT = re.compile(r"<[^>]*>|[^<]+")
 URL = re.compile(r"""url\(\s*(["']?)([^"')]+)\1\s*\)""")
 IMPORT = re.compile(r"""^@import\s+(?:url\(\s*)?["']?([^"')\s]+)["']?\s*\)?\s*(.*)$""", re.S)
-FACE_URL = re.compile(r"""url\(([^)]+?\.woff2)\)""")
 
 # What an earlier run of this step wrote, to be undone first.
 OLD_STYLE = re.compile(rf"<style {MARK}>.*?</style>\n?", re.S)
-OLD_BLOCK = re.compile(rf"<(?:noscript|script) {MARK}>.*?</(?:noscript|script)>\n?", re.S)
-OLD_PRELOAD = re.compile(rf"<link {MARK}[^>]*>\n?")
-OLD_LINK = re.compile(rf"""<link rel="stylesheet" href="([^"]+)" media="print" {MARK} onload="[^"]*" onerror="[^"]*">""")
+OLD_LINK = re.compile(rf"<!-- {MARK}: (.+?) -->")
 OLD_OPTIONS = re.compile(rf'<script {MARK}-src="([^"]+)">.*?</script>', re.S)
 OLD_DEFER = re.compile(rf' defer {MARK}-deferred')
 
@@ -78,27 +68,9 @@ def undo(page: str) -> str:
     if MARK not in page:
         return page
     page = OLD_STYLE.sub("", page)
-    page = OLD_BLOCK.sub("", page)
-    page = OLD_PRELOAD.sub("", page)
     page = OLD_LINK.sub(lambda m: f'<link rel="stylesheet" href="{m.group(1)}">', page)
     page = OLD_OPTIONS.sub(lambda m: f'<script src="{m.group(1)}"></script>', page)
     return OLD_DEFER.sub("", page)
-
-
-def first_screen(page: str, limit: int = FIRST_SCREEN) -> str:
-    """The page with its article cut after ``limit`` characters of text (tags kept whole):
-    what the inline CSS has to style. A page without an article is kept whole."""
-    start = ARTICLE.search(page)
-    if start is None:
-        return page
-    seen = 0
-    for piece in TAG_OR_TEXT.finditer(page, start.end()):
-        if not piece.group().startswith("<"):
-            seen += len(html.unescape(piece.group()).strip())
-            if seen >= limit:
-                end = page.find("</article>", piece.end())
-                return page[:piece.end()] + (page[end:] if end >= 0 else "")
-    return page
 
 
 def rebase(css: str, sheet: str, page_dir: str) -> str:
@@ -132,14 +104,9 @@ def read_sheet(root: Path, path: str, seen: set[str]) -> list[tuple[str, list[as
     return [(name, nodes) for name, nodes in found if nodes]
 
 
-SWAP = ("<script {mark}>/* The stylesheets below apply together, once all have arrived. */"
-        "var bookSheets={count};function bookSheet(){{if(--bookSheets===0)"
-        "document.querySelectorAll('link[{mark}]').forEach(function(l){{l.media='all'}})}}</script>\n")
-
-
 def rewrite(page: str, page_path: str, root: Path, scripts: list[str], cache: dict) -> str:
-    """``page`` (at ``page_path`` from ``root``) with the first screen's CSS inline, its
-    sheets deferred, its head's scripts deferred and its fonts preloaded."""
+    """``page`` (at ``page_path`` from ``root``) with its CSS inline and its head's
+    scripts deferred."""
     page = undo(page)
     head = HEAD.search(page)
     if head is None:
@@ -157,34 +124,24 @@ def rewrite(page: str, page_path: str, root: Path, scripts: list[str], cache: di
         if path not in cache:
             cache[path] = read_sheet(root, path, set())
         sheets.extend(cache[path])
-    words = assets.vocabulary([first_screen(page)], scripts)
+    words = assets.vocabulary([page], scripts)
     kept = {index: assets.keep_rules([copy(node) for node in nodes], words) for index, (_, nodes) in enumerate(sheets)}
     styles = "\n".join(re.findall(r"""\sstyle\s*=\s*"([^"]*)""", page))
     assets.prune_properties(kept, styles + "\n".join(scripts))
     used = "\n".join([styles, *(assets.usage_text(nodes) for nodes in kept.values())])
     css = "".join(rebase(assets.serialize(assets.prune_at_rules(assets.without_empty(kept[index]), used)), name, page_dir)
                   for index, (name, _) in enumerate(sheets))
-    fonts = []
-    for face in re.findall(r"@font-face\{[^}]*\}", css):
-        fonts += [url for url in FACE_URL.findall(face) if url not in fonts]
 
-    # The new head: preloads and the inline CSS where the first sheet was, the sheets
-    # deferred in place, their plain links in <noscript> after the last.
-    first, last = links[0][0], links[-1][0]
-    out = [head_text[:first.start()]]
-    out += [f'<link {MARK} rel="preload" href="{html.escape(url)}" as="font" type="font/woff2" crossorigin>\n'
-            for url in fonts]
-    out.append(f"<style {MARK}>{css}</style>\n")
-    out.append(SWAP.format(mark=MARK, count=len(links)))
+    # The page's CSS where the first sheet was; each <link> leaves a comment that names
+    # it (what undo() puts back).
+    first = links[0][0]
+    out = [head_text[:first.start()], f"<style {MARK}>{css}</style>\n"]
     position = first.start()
     for match, href in links:
         out.append(head_text[position:match.start()])
-        out.append(f'<link rel="stylesheet" href="{html.escape(href)}" media="print" {MARK} '
-                   'onload="bookSheet()" onerror="bookSheet()">')
+        out.append(f"<!-- {MARK}: {href} -->")
         position = match.end()
-    out.append(f"<noscript {MARK}>" + "".join(f'<link rel="stylesheet" href="{html.escape(href)}">' for _, href in links)
-               + "</noscript>\n")
-    out.append(head_text[last.end():])
+    out.append(head_text[position:])
     head_text = defer_scripts("".join(out), root, page_dir)
     return page[:head.start()] + head_text + page[head.end():]
 

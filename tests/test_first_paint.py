@@ -1,5 +1,5 @@
 """A page's first paint waits for nothing but its HTML (book_extensions/first_paint.py):
-the first screen's CSS inline, the sheets and scripts deferred, the icon font preloaded."""
+the CSS the page uses inline, its scripts deferred."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ HEAD = """<!DOCTYPE html><html><head>
 
 @pytest.fixture
 def site(tmp_path):
-    """One page under en/ whose article runs past the first screen, with a theme sheet
-    that @imports another, a sheet of the book's own, an icon font and scripts."""
+    """One page under en/, with a theme sheet that @imports another, a sheet of the
+    book's own, an icon font and scripts."""
     static = tmp_path / "_static"
     (static / "styles").mkdir(parents=True)
     (static / "vendor").mkdir()
@@ -40,10 +40,8 @@ def site(tmp_path):
         ".deep .below-only{background:url(vendor/x.png)}", encoding="utf8")
     (static / "documentation_options.js").write_text("const DOCUMENTATION_OPTIONS = {};", encoding="utf8")
     (static / "doctools.js").write_text("", encoding="utf8")
-    text = "word " * (first_paint.FIRST_SCREEN // 4)
     page = (HEAD + '<body><header class="bd-header"><i class="icon"></i><img src="x.png"></header>'
-            f'<article class="bd-article"><p>{text}</p><div class="deep"><p class="below-only">late</p></div>'
-            "</article></body></html>")
+            '<article class="bd-article"><p>text</p></article></body></html>')
     (tmp_path / "en").mkdir()
     (tmp_path / "en" / "page.html").write_text(page, encoding="utf8")
     return tmp_path
@@ -58,30 +56,22 @@ def inline_css(page: str) -> str:
     return re.search(rf"<style {MARK}>(.*?)</style>", page, re.S).group(1)
 
 
-def test_the_first_screen_rules_are_inline_and_the_rest_are_not(site):
+def test_the_rules_the_page_can_use_are_inline_and_the_others_are_not(site):
     css = inline_css(rewritten(site))
     assert ".bd-header{position:sticky" in css  # the theme sheet
     assert "img{max-width:100%" in css  # the sheet it @imports, in its place
     assert css.index("position:sticky") > css.index("max-width")  # basic.css first, as @import puts it
-    assert "below-only" not in css  # only past the first screen
+    assert "below-only" not in css  # no element of the page has that class
     assert "--used:1px" in css and "--unused" not in css
     assert "font-family:Icons" in css and "Unused" not in css
     # Rewritten for the page, one folder down from the sheet's.
     assert "url(../_static/vendor/icons.woff2)" in css
 
 
-def test_the_whole_sheets_load_later_and_without_javascript(site):
+def test_the_stylesheets_are_no_longer_loaded(site):
     page = rewritten(site)
-    head = page[:page.index("</head>")]
-    links = re.findall(r"<link\b[^>]*>", re.sub(r"<noscript.*?</noscript>", "", head, flags=re.S))
-    sheets = [link for link in links if 'rel="stylesheet"' in link]
-    assert len(sheets) == 2 and all('media="print"' in link and "onload=" in link for link in sheets)
-    # They switch on together: the script counts all of them.
-    assert "var bookSheets=2;" in head
-    noscript = re.search(r"<noscript[^>]*>(.*?)</noscript>", head, re.S).group(1)
-    assert re.findall(r'href="([^"]+)"', noscript) == ["../_static/styles/theme.css?digest=1", "../_static/book.css?v=2"]
-    assert '<link data-book-first-paint rel="preload" href="../_static/vendor/icons.woff2" as="font"' in head
-    assert "unused.woff2" not in head
+    assert not re.findall(r"<link\b[^>]*stylesheet", page)
+    assert page.index(f"<style {MARK}>") < page.index("</head>")
 
 
 def test_scripts_wait_for_the_page_and_keep_their_order(site):
@@ -110,13 +100,6 @@ def test_a_page_without_local_stylesheets_is_left_alone(site):
     bare = re.sub(r"<link\b[^>]*>", "", page.read_text(encoding="utf8"))
     page.write_text(bare, encoding="utf8")
     assert rewritten(site) == bare
-
-
-def test_the_first_screen_is_the_page_less_the_article_past_its_limit():
-    page = '<header class="a"></header><article class="bd-article"><p>' + "x" * 50 + '</p><p class="b">y</p></article><footer class="c">'
-    cut = first_paint.first_screen(page, limit=40)
-    assert 'class="a"' in cut and 'class="c"' in cut and 'class="b"' not in cut
-    assert first_paint.first_screen(page.replace("bd-article", "other"), limit=40) == page.replace("bd-article", "other")
 
 
 def test_the_real_sheets_are_read_whole(tmp_path):

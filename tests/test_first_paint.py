@@ -19,6 +19,7 @@ HEAD = """<!DOCTYPE html><html><head>
     <script src="../_static/documentation_options.js?v=3"></script>
     <script defer="defer" src="../_static/own.js?v=4"></script>
     <script src="../_static/doctools.js?v=5"></script>
+    <script src="../_static/searchtools.js"></script>
     <script>DOCUMENTATION_OPTIONS.pagename = 'page';</script>
   </head>"""
 
@@ -80,8 +81,11 @@ def test_scripts_wait_for_the_page_and_keep_their_order(site):
     sources = [(attributes, re.search(r'(?<![\w-])src="([^"]+)"', attributes)) for attributes, _ in scripts]
     external = [(attributes, src.group(1)) for attributes, src in sources if src]
     # doctools.js ran before own.js (blocking, then deferred): still does, both deferred.
-    assert [src for _, src in external] == ["../_static/doctools.js?v=5", "../_static/own.js?v=4"]
-    assert all(re.search(r"\bdefer\b", attributes) for attributes, _ in external)
+    assert [src for _, src in external] == ["../_static/doctools.js?v=5", "../_static/own.js?v=4", "../_static/searchtools.js"]
+    assert all(re.search(r"\bdefer\b", attributes) for attributes, _ in external if "searchtools" not in attributes)
+    # searchtools.js stays blocking, where it was: its _ready() must wait for own.js.
+    (searchtools,) = [attributes for attributes, src in external if "searchtools" in src]
+    assert "defer" not in searchtools
     # documentation_options.js is inline, before the inline script that assigns to it.
     bodies = [body for _, body in scripts]
     options = bodies.index("const DOCUMENTATION_OPTIONS = {};")

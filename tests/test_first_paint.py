@@ -19,7 +19,6 @@ HEAD = """<!DOCTYPE html><html><head>
     <script src="../_static/documentation_options.js?v=3"></script>
     <script defer="defer" src="../_static/own.js?v=4"></script>
     <script src="../_static/doctools.js?v=5"></script>
-    <script src="../_static/searchtools.js"></script>
     <script>DOCUMENTATION_OPTIONS.pagename = 'page';</script>
   </head>"""
 
@@ -81,11 +80,8 @@ def test_scripts_wait_for_the_page_and_keep_their_order(site):
     sources = [(attributes, re.search(r'(?<![\w-])src="([^"]+)"', attributes)) for attributes, _ in scripts]
     external = [(attributes, src.group(1)) for attributes, src in sources if src]
     # doctools.js ran before own.js (blocking, then deferred): still does, both deferred.
-    assert [src for _, src in external] == ["../_static/doctools.js?v=5", "../_static/own.js?v=4", "../_static/searchtools.js"]
-    assert all(re.search(r"\bdefer\b", attributes) for attributes, _ in external if "searchtools" not in attributes)
-    # searchtools.js stays blocking, where it was: its _ready() must wait for own.js.
-    (searchtools,) = [attributes for attributes, src in external if "searchtools" in src]
-    assert "defer" not in searchtools
+    assert [src for _, src in external] == ["../_static/doctools.js?v=5", "../_static/own.js?v=4"]
+    assert all(re.search(r"\bdefer\b", attributes) for attributes, _ in external)
     # documentation_options.js is inline, before the inline script that assigns to it.
     bodies = [body for _, body in scripts]
     options = bodies.index("const DOCUMENTATION_OPTIONS = {};")
@@ -114,3 +110,17 @@ def test_the_real_sheets_are_read_whole(tmp_path):
     shutil.copy(THEME_STATIC / "styles" / "pydata-sphinx-theme.css", tmp_path / "theme.css")
     (found,) = first_paint.read_sheet(tmp_path, "theme.css", set())
     assert found[0] == "theme.css" and len(found[1]) > 100
+
+
+def test_searchtools_and_the_scripts_before_it_stay_blocking(site):
+    """Its _ready() must wait for the deferred own.js (book-search.js), and it uses
+    doctools.js; the scripts after it are deferred."""
+    page = site / "en" / "page.html"
+    page.write_text(page.read_text(encoding="utf8").replace(
+        "<script>DOCUMENTATION_OPTIONS.pagename", '<script src="../_static/searchtools.js"></script>\n'
+        '    <script src="../searchindex.js"></script>\n    <script>DOCUMENTATION_OPTIONS.pagename'), encoding="utf8")
+    head = rewritten(site).split("</head>")[0]
+    tags = dict((src, attributes) for attributes, src in re.findall(r'<script\b([^>]*?)\ssrc="([^"]+)"', head))
+    for blocking in ("../_static/documentation_options.js?v=3", "../_static/doctools.js?v=5", "../_static/searchtools.js"):
+        assert "defer" not in tags[blocking], blocking
+    assert "defer" in tags["../searchindex.js"] and "defer" in tags["../_static/own.js?v=4"]

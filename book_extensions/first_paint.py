@@ -21,8 +21,8 @@ seven scripts in the head before it painted anything. After an html build, and a
   second time when they arrived (Lighthouse's total blocking time). Preloading the
   icon font the inline CSS declares made the first paint later, not earlier: the
   font competed with the page for the slow network, and only icons use it.
-- **scripts deferred.** The head's blocking scripts (but :data:`KEEP_BLOCKING` and those
-  before it) get ``defer``, placed before the
+- **scripts deferred.** The head's blocking scripts (except on a page with one of
+  :data:`KEEP_BLOCKING`: the search page) get ``defer``, placed before the
   scripts that were already deferred, so everything still runs in the order it ran in;
   ``documentation_options.js`` (320 bytes, which the head's inline scripts assign to) is
   inlined instead.
@@ -46,11 +46,11 @@ logger = sphinx_logging.getLogger(__name__)
 
 MARK = "data-book-first-paint"
 
-# Scripts that stay blocking, with every script before them (which they may use:
-# searchtools.js needs doctools.js's _ready). searchtools.js starts the search with
-# _ready(): blocking, that waits for DOMContentLoaded, after the deferred
-# book-search.js has replaced its ranking; deferred, it would start at once, before.
-# The search page only; the scripts after it are deferred.
+# Scripts whose page keeps all its scripts as they are. searchtools.js starts the search
+# with doctools.js's _ready(): blocking, that waits for DOMContentLoaded, after the
+# deferred book-search.js has replaced its ranking; deferred, it would start at once.
+# And book-search.js expects searchindex.js (after searchtools.js) to have run. The
+# search page only (its CSS is inline all the same).
 KEEP_BLOCKING = {"searchtools.js"}
 HEAD = re.compile(r"<head>.*?</head>", re.S)
 STYLESHEET = re.compile(r"""<link\b[^>]*\brel=["']?stylesheet\b[^>]*>""")
@@ -163,12 +163,10 @@ def defer_scripts(head: str, root: Path, page_dir: str) -> str:
     """The head's blocking scripts deferred and moved before the deferred ones (so the
     order they run in is the same); documentation_options.js inlined."""
     blocking, deferred, first = [], [], None
-    # A script kept blocking keeps the scripts before it blocking too: it may use them.
-    kept = [match.end() for match in SCRIPT.finditer(head) if (src := SRC.search(match.group(1)))
-            and posixpath.basename(src.group(1).split("?")[0]) in KEEP_BLOCKING]
+    if any((src := SRC.search(match.group(1))) and posixpath.basename(src.group(1).split("?")[0]) in KEEP_BLOCKING
+           for match in SCRIPT.finditer(head)):
+        return head
     for match in SCRIPT.finditer(head):
-        if kept and match.start() < kept[-1]:
-            continue
         attributes = match.group(1)
         src = SRC.search(attributes)
         if src is None or not local(src.group(1)) or re.search(r"\b(?:async|type=)", attributes):

@@ -32,6 +32,8 @@ Each module handles one concern and has its own ``setup``:
   a build machine's folders;
 - :mod:`.assets`: the themes' stylesheets cut to the rules the pages can use, and Font
   Awesome to the icons they show (a lighter first load);
+- :mod:`.first_paint`: the CSS of a page's first screen inline, the rest of its CSS and
+  its scripts loaded without blocking the first paint, its icon font preloaded;
 - :mod:`.records`: what every code cell printed, recorded per device and release, and compared;
 - :mod:`.devices`: the device a build names, and the "CPU vs CUDA" page;
 - :mod:`.release_list`: the torch releases of torch-releases.txt (standard library only);
@@ -57,6 +59,7 @@ def setup(app) -> dict:
         devices,
         editions,
         execution,
+        first_paint,
         languages,
         layout,
         offline,
@@ -71,6 +74,6 @@ def setup(app) -> dict:
     )
 
     for module in (config, page_state, languages, layout, execution, editions, pages, parity, prose,
-                   typography, offline, assets, devices, releases, site, provenance, artifacts):
+                   typography, offline, assets, first_paint, devices, releases, site, provenance, artifacts):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

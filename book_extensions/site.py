@@ -47,7 +47,8 @@ def add_description(app: Sphinx, pagename, templatename, context, doctree) -> No
     Its own description joins the page's text nodes with spaces ("没有 grad_fn 。")
     and runs into the provenance line; this is the first real paragraph, as written.
     """
-    # Pages Sphinx generates (search, index) have no doctree: they get the book's description.
+    # Pages Sphinx generates (search, index) have no doctree, and a page may have no
+    # paragraph: they get the book's description (Lighthouse's SEO audit wants one on every page).
     text = description(doctree) or message("book_description")
     if text:
         context["meta"] = {**(context.get("meta") or {}), "og:description": text}

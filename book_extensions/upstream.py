@@ -262,6 +262,22 @@ WORKAROUNDS = [
         copied=("sphinx", "themes/basic/layout.html", "f1a2b815cb29544b"),
     ),
     Workaround(
+        "book_extensions/templates/layout.html",
+        "its css block resolves the theme's \"auto\" mode to light or dark as pydata-sphinx-theme.js "
+        "does when it runs: with the head's scripts deferred (first_paint.py) the page paints before "
+        "it, and its colours and code borders exist for light and dark only (a reflow, CLS 0.26)",
+        "the theme resolves the mode in its own inline head script",
+        read=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js",
+              "73b151b7df2d9239"),
+    ),
+    Workaround(
+        "book_extensions/first_paint.py",
+        "documentation_options.js is inlined rather than deferred: pydata-sphinx-theme's layout assigns "
+        "to DOCUMENTATION_OPTIONS in inline head scripts, which cannot wait for a deferred one",
+        "Sphinx and the theme load their scripts deferred themselves",
+        read=("sphinx", "themes/basic/static/documentation_options.js.jinja", "ec5866733c7f79ad"),
+    ),
+    Workaround(
         "book_extensions/templates/search.html",
         "its htmltitle block replaces pydata-sphinx-theme's \"Search - <site>\" with the book's title form",
         "never: the title's form is the book's",

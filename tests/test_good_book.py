@@ -183,6 +183,10 @@ def test_pages_are_shareable_and_the_site_findable(tmp_path):
     # The first paragraph as written (no space before 。), not the provenance line.
     assert '<meta property="og:description" content="叶子张量没有 grad_fn。" />' in zh
     assert zh.count('<meta name="description"') == 1 and "og:image" not in zh
+    # A page with no text of its own is described as the book is (Lighthouse's SEO audit).
+    search = (site / "zh" / "search.html").read_text(encoding="utf8")
+    (described,) = re.findall(r'<meta name="description" content="([^"]+)">', search)
+    assert ".detach()" in described and re.search(r"[\u4e00-\u9fff]", described)
     sitemap = (site / "sitemap.xml").read_text(encoding="utf8")
     assert sitemap.count("<url>") == 4
     assert ('<loc>https://book.example/ctg/zh/second.html</loc>\n'

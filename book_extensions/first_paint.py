@@ -92,6 +92,18 @@ def rebase(css: str, sheet: str, page_dir: str) -> str:
     return URL.sub(moved, css)
 
 
+# pydata-sphinx-theme's sheet writes a transition's delay as a string ("0s"): browsers drop
+# that declaration (a string is no <time>), and the HTML checker rejects it once it is inline.
+# Dropped here too, so the page renders as it did and its HTML is valid.
+QUOTED_TRANSITION = re.compile(r"""^\s*(-webkit-)?transition(-[a-z-]+)?\s*:.*["']""", re.S | re.I)
+
+
+def without_dropped(nodes: list[assets.Node]) -> list[assets.Node]:
+    """``nodes`` without the declarations a browser drops (:data:`QUOTED_TRANSITION`)."""
+    return [node if node.children is None else assets.Node(node.prelude, without_dropped(node.children))
+            for node in nodes if not (node.children is None and QUOTED_TRANSITION.match(node.prelude))]
+
+
 def read_sheet(root: Path, path: str, seen: set[str]) -> list[tuple[str, list[assets.Node]]]:
     """(sheet path, its rules) for the sheet at ``path`` and, in their place, the sheets it
     ``@import``\\ s (without a media condition; one with a condition stays an @import)."""
@@ -100,7 +112,7 @@ def read_sheet(root: Path, path: str, seen: set[str]) -> list[tuple[str, list[as
     seen.add(path)
     found: list[tuple[str, list[assets.Node]]] = []
     rules: list[assets.Node] = []
-    for node in assets.parse((root / path).read_text(encoding="utf8")):
+    for node in without_dropped(assets.parse((root / path).read_text(encoding="utf8"))):
         imported = IMPORT.match(node.prelude) if node.children is None and node.prelude.lower().startswith("@import") else None
         if imported and not imported.group(2).strip() and local(imported.group(1)):
             found.append((path, rules))

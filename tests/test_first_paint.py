@@ -121,3 +121,15 @@ def test_the_search_page_keeps_its_scripts_as_they_are(site):
         '    <script src="../searchindex.js"></script>\n    <script>DOCUMENTATION_OPTIONS.pagename'), encoding="utf8")
     before = re.findall(r"<script\b[^>]*>", page.read_text(encoding="utf8"))
     assert re.findall(r"<script\b[^>]*>", rewritten(site)) == before
+
+
+def test_a_declaration_browsers_drop_is_not_inlined(site):
+    # pydata-sphinx-theme writes a transition's delay as a string ("0s"): browsers drop the
+    # declaration, and the HTML checker rejects the page once the CSS is inline.
+    theme = site / "_static" / "styles" / "theme.css"
+    theme.write_text(theme.read_text(encoding="utf8").replace(
+        "position:sticky", 'position:sticky;transition:opacity .4s linear,visibility 0s linear "0s";'
+        "-webkit-transition-delay:'0s';transition:opacity .2s"), encoding="utf8")
+    css = inline_css(rewritten(site))
+    assert ".bd-header{position:sticky;transition:opacity .2s" in css
+    assert '"0s"' not in css and "'0s'" not in css

@@ -32,8 +32,8 @@ Each module handles one concern and has its own ``setup``:
   a build machine's folders;
 - :mod:`.assets`: the themes' stylesheets cut to the rules the pages can use, and Font
   Awesome to the icons they show (a lighter first load);
-- :mod:`.first_paint`: the CSS of a page's first screen inline, the rest of its CSS and
-  its scripts loaded without blocking the first paint, its icon font preloaded;
+- :mod:`.first_paint`: the CSS a page can use inline in its head (no stylesheet to wait
+  for) and its head scripts deferred, so nothing blocks its first paint;
 - :mod:`.records`: what every code cell printed, recorded per device and release, and compared;
 - :mod:`.devices`: the device a build names, and the "CPU vs CUDA" page;
 - :mod:`.release_list`: the torch releases of torch-releases.txt (standard library only);

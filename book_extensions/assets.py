@@ -70,8 +70,9 @@ RUNTIME_CLASSES = {
     # searchtools.js (the results list of search.html).
     "highlighted", "highlight-link", "search", "search-summary", "context",
 }
-# Elements those scripts create (most pages hold them anyway).
-RUNTIME_ELEMENTS = {"div", "span", "button", "img", "a", "p", "ul", "li", "h2", "section", "strong", "i"}
+# Elements those scripts create (most pages hold them anyway): copybutton.js's icon is an svg,
+# which a page of its own may have none of.
+RUNTIME_ELEMENTS = {"div", "span", "button", "img", "a", "p", "ul", "li", "h2", "section", "strong", "i", "svg"}
 
 @dataclass
 class Node:

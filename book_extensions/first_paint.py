@@ -124,9 +124,11 @@ def read_sheet(root: Path, path: str, seen: set[str]) -> list[tuple[str, list[as
     return [(name, nodes) for name, nodes in found if nodes]
 
 
-def rewrite(page: str, page_path: str, root: Path, scripts: list[str], cache: dict) -> str:
+def rewrite(page: str, page_path: str, root: Path, scripts: list[str], cache: dict, every_script: str = "") -> str:
     """``page`` (at ``page_path`` from ``root``) with its CSS inline and its head's
-    scripts deferred."""
+    scripts deferred. ``scripts`` are the book's own (their strings count as classes);
+    ``every_script`` is the text of all the site's scripts, whose custom properties stay
+    (bootstrap.js reads ``--bs-position`` to place a dropdown)."""
     page = undo(page)
     head = HEAD.search(page)
     if head is None:
@@ -147,7 +149,7 @@ def rewrite(page: str, page_path: str, root: Path, scripts: list[str], cache: di
     words = assets.vocabulary([page], scripts)
     kept = {index: assets.keep_rules([copy(node) for node in nodes], words) for index, (_, nodes) in enumerate(sheets)}
     styles = "\n".join(re.findall(r"""\sstyle\s*=\s*"([^"]*)""", page))
-    assets.prune_properties(kept, styles + "\n".join(scripts))
+    assets.prune_properties(kept, "\n".join([styles, *scripts, every_script]))
     used = "\n".join([styles, *(assets.usage_text(nodes) for nodes in kept.values())])
     css = "".join(rebase(assets.serialize(assets.prune_at_rules(assets.without_empty(kept[index]), used)), name, page_dir)
                   for index, (name, _) in enumerate(sheets))
@@ -219,6 +221,9 @@ def rewrite_site(outdir: Path) -> tuple[int, int]:
     static = outdir / "_static"
     scripts = [path.read_text(encoding="utf8") for path in sorted(static.glob("*.js"))
                if (assets.OWN_SCRIPTS / path.name).exists()]
+    # As assets.trim_site does: a property any script names is kept.
+    every_script = "\n".join(path.read_text(encoding="utf8", errors="replace")
+                             for path in sorted(outdir.rglob("*.js")) if "_sources" not in path.parts)
     cache: dict = {}
     count, largest = 0, 0
     for path in sorted(outdir.rglob("*.html")):
@@ -226,7 +231,7 @@ def rewrite_site(outdir: Path) -> tuple[int, int]:
         if relative.parts[0] in ("_static", "_sources", "_notebooks", "_downloads", "_images"):
             continue
         page = path.read_text(encoding="utf8")
-        new = rewrite(page, relative.as_posix(), outdir, scripts, cache)
+        new = rewrite(page, relative.as_posix(), outdir, scripts, cache, every_script)
         if new != page:
             path.write_text(new, encoding="utf8")
         style = OLD_STYLE.search(new)

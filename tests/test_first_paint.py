@@ -133,3 +133,22 @@ def test_a_declaration_browsers_drop_is_not_inlined(site):
     css = inline_css(rewritten(site))
     assert ".bd-header{position:sticky;transition:opacity .2s" in css
     assert '"0s"' not in css and "'0s'" not in css
+
+
+def test_what_the_scripts_need_at_run_time_stays(site):
+    # copybutton.js gives every code block an svg icon (a page may have no svg of its own),
+    # and bootstrap.js reads --bs-position to open a dropdown under its button's right edge;
+    # both were dropped: the icon drawn black at the wrong size, the theme menu misplaced.
+    static = site / "_static"
+    (static / "copybutton.css").write_text("button.copybtn svg{stroke:currentColor;width:1.5em}", encoding="utf8")
+    (static / "book.css").write_text(".dropdown-menu-end{--bs-position:end}.bd-header{color:red}", encoding="utf8")
+    (static / "scripts").mkdir()
+    (static / "scripts" / "bootstrap.js").write_text('x.getPropertyValue("--bs-position")', encoding="utf8")
+    page = site / "en" / "page.html"
+    page.write_text(page.read_text(encoding="utf8").replace(
+        '<link rel="stylesheet" type="text/css" href="../_static/book.css?v=2" />',
+        '<link rel="stylesheet" type="text/css" href="../_static/book.css?v=2" />'
+        '<link rel="stylesheet" type="text/css" href="../_static/copybutton.css" />'), encoding="utf8")
+    css = inline_css(rewritten(site))
+    assert "button.copybtn svg{stroke:currentColor" in css
+    assert ".dropdown-menu-end{--bs-position:end" in css

@@ -149,7 +149,7 @@ def rewrite(page: str, page_path: str, root: Path, scripts: list[str], cache: di
     words = assets.vocabulary([page], scripts)
     kept = {index: assets.keep_rules([copy(node) for node in nodes], words) for index, (_, nodes) in enumerate(sheets)}
     styles = "\n".join(re.findall(r"""\sstyle\s*=\s*"([^"]*)""", page))
-    assets.prune_properties(kept, "\n".join([styles, *scripts, every_script]))
+    assets.prune_properties(kept, "\n".join([styles, every_script or "\n".join(scripts)]))
     used = "\n".join([styles, *(assets.usage_text(nodes) for nodes in kept.values())])
     css = "".join(rebase(assets.serialize(assets.prune_at_rules(assets.without_empty(kept[index]), used)), name, page_dir)
                   for index, (name, _) in enumerate(sheets))
@@ -219,11 +219,13 @@ def defer_scripts(head: str, root: Path, page_dir: str) -> str:
 def rewrite_site(outdir: Path) -> tuple[int, int]:
     """Every page of ``outdir`` rewritten; (pages, largest inline CSS in bytes)."""
     static = outdir / "_static"
-    scripts = [path.read_text(encoding="utf8") for path in sorted(static.glob("*.js"))
-               if (assets.OWN_SCRIPTS / path.name).exists()]
-    # As assets.trim_site does: a property any script names is kept.
-    every_script = "\n".join(path.read_text(encoding="utf8", errors="replace")
-                             for path in sorted(outdir.rglob("*.js")) if "_sources" not in path.parts)
+    # Each script read once: the book's own name classes; as in assets.trim_site, a
+    # property any script names is kept.
+    texts = {path: path.read_text(encoding="utf8", errors="replace")
+             for path in sorted(outdir.rglob("*.js")) if "_sources" not in path.parts}
+    scripts = [text for path, text in texts.items()
+               if path.parent == static and (assets.OWN_SCRIPTS / path.name).exists()]
+    every_script = "\n".join(texts.values())
     cache: dict = {}
     count, largest = 0, 0
     for path in sorted(outdir.rglob("*.html")):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
 import shutil
@@ -14,6 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
+# The theme's own files, as installed (the tests of the stylesheet trimming start from them).
+THEME_STATIC = Path(importlib.util.find_spec("pydata_sphinx_theme").origin).parent / "theme" / "pydata_sphinx_theme" / "static"
 
 
 
@@ -37,6 +41,15 @@ class Build:
     out: Path  # the build's _build folder
     cache: Path
 
+    def to_json(self) -> str:
+        return json.dumps({"returncode": self.returncode, "output": self.output,
+                           "out": str(self.out), "cache": str(self.cache)})
+
+    @classmethod
+    def from_json(cls, text: str) -> Build:
+        found = json.loads(text)
+        return cls(found["returncode"], found["output"], Path(found["out"]), Path(found["cache"]))
+
     def site(self, device: str = "cpu") -> Path:
         return self.out / device / "html"
 
@@ -52,6 +65,8 @@ def build_book(docs: Path, work: Path, builder: str = "html", *options: str,
     The execution cache is ``work/cache`` unless ``cache`` names another one; ``tz``
     sets the build's time zone.
     """
+    if os.environ.get("BOOK_TEST_TIER") == "unit":
+        raise AssertionError(f"a unit test builds {docs}: mark it fixture (tests/conftest.py, tiers)")
     out, cache = work / "_build", cache or work / "cache"
     command = [sys.executable, "-m", "book_extensions.tools.build", builder, "-q",
                "--docs", str(docs), "--out", str(out), "--cache-root", str(cache), *options]
@@ -103,6 +118,40 @@ def book_cache(work: Path) -> Path:
     cache = work / "cache"
     copy_cache(cache_dir(ROOT / ".jupyter_cache", "cpu"), cache_dir(cache, "cpu"))
     return cache
+
+
+def warnings_of(output: str) -> list[str]:
+    return [line for line in output.splitlines() if "WARNING" in line]
+
+
+def assert_reported(output: str, expected: list[tuple[str, str]]) -> None:
+    """Each (page, message) pair is in one warning line of the build's output."""
+    found = warnings_of(output)
+    for page, message in expected:
+        assert any(page in line and message in line for line in found), (page, message, found)
+
+
+def seed_repository_cache(cache_root: Path, repository_cache_root: Path = ROOT / ".jupyter_cache") -> bool:
+    """Where the repository has no execution cache for this toolchain yet (a fresh clone), make
+    the suite's copy of the real book's execution its cache, so that the doctest and
+    determinism sessions after the tests start from it instead of executing every page again.
+
+    An existing cache is never touched: the copy is made beside it and renamed into place
+    only if the folder is still absent. Returns whether it seeded."""
+    from book_extensions.cache_key import cache_dir
+
+    source, target = cache_dir(cache_root, "cpu"), cache_dir(repository_cache_root, "cpu")
+    if target.exists() or not (source / "global.db").is_file():
+        return False
+    staging = target.with_name(f".{target.name}.seeding-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    copy_cache(source, staging)
+    try:
+        staging.rename(target)
+    except OSError:  # made meanwhile (a build started): keep that one
+        shutil.rmtree(staging, ignore_errors=True)
+        return False
+    return True
 
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"  # test artifacts of the browser tests

@@ -1,4 +1,5 @@
-"""Fixtures: fixture books and the real book built, served and opened in Chromium (helpers: books.py)."""
+"""Fixtures: fixture books and the real book built, served and opened in Chromium (helpers:
+books.py, browsing.py, site_checks.py); and the tiers every test belongs to (pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,49 @@ import subprocess
 import sys
 
 import pytest
-from books import FIXTURES, ROOT, Build, book_cache, build_book
+from books import FIXTURES, ROOT, Build, book_cache, build_book, seed_repository_cache
+from browsing import watched_page
+from filelock import FileLock
 
-from book_extensions.tools.weight import CHROMIUM_FLAGS, chromium_path, serve
+from book_extensions.tools.chromium import CHROMIUM_FLAGS, chromium_path, serve
+
+TIERS = ("unit", "fixture", "browser", "scheduled")
+
+
+def tier_of(item) -> str:
+    """The test's own tier mark, else its module's; without either, what it uses decides:
+    the real book makes it a browser test, a fixture book or an example program a fixture test."""
+    for mark in item.iter_markers():  # the closest first: the test's, its class's, its module's
+        if mark.name in TIERS:
+            return mark.name
+    used = set(item.fixturenames)
+    if "book" in used:
+        return "browser"
+    if used & {"build_fixture", "fixture_cache", "run_example"}:
+        return "fixture"
+    return "unit"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tier = tier_of(item)
+        used = set(item.fixturenames)
+        if tier in ("unit", "fixture") and "book" in used:
+            raise pytest.UsageError(f"{item.nodeid}: in the {tier} tier but builds the real book (mark it browser or scheduled)")
+        if tier == "unit" and used & {"browser", "page"}:
+            raise pytest.UsageError(f"{item.nodeid}: in the unit tier but opens Chromium (mark it fixture)")
+        item.add_marker(getattr(pytest.mark, tier))
+
+
+def pytest_runtest_setup(item):
+    # Before any fixture of the test is set up (a module's too): books.build_book refuses
+    # to build for a unit test. One that asks for Chromium or the real book is refused
+    # when the tests are collected.
+    os.environ["BOOK_TEST_TIER"] = tier_of(item)
+
+
+def pytest_runtest_teardown(item):
+    os.environ.pop("BOOK_TEST_TIER", None)
 
 
 @pytest.fixture(scope="session")
@@ -43,9 +84,22 @@ def fixture_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def book(tmp_path_factory):
-    """The real book, both languages, built once per test run (into a cache of its own: book_cache)."""
-    work = tmp_path_factory.mktemp("book")
-    build = build_book(ROOT / "docs", work, cache=book_cache(work))
+    """The real book, both languages, built once per test run and shared by every pytest-xdist
+    worker (the first to take the lock builds it; into a cache of its own: book_cache)."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's folder, above each worker's own
+    record = shared / "book.json"
+    with FileLock(shared / "book.lock"):
+        if record.exists():
+            build = Build.from_json(record.read_text(encoding="utf8"))
+        else:
+            work = shared / "book"
+            work.mkdir()
+            build = build_book(ROOT / "docs", work, cache=book_cache(work))
+            if build.returncode == 0:
+                seed_repository_cache(build.cache)
+            record.write_text(build.to_json(), encoding="utf8")
     assert build.returncode == 0, build.output
     return build
 
@@ -74,20 +128,6 @@ def browser():
 
 @pytest.fixture
 def page(browser, site):
-    context = browser.new_context(base_url=site)
-    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site)
-    page = context.new_page()
-    page.problems = []
-    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
-    page.on("pageerror", lambda e: page.problems.append(f"page error: {e}"))
-
-    def only_local(route):
-        if route.request.url.startswith(site):
-            route.continue_()
-        else:
-            page.problems.append(f"request to {route.request.url}")
-            route.abort()
-
-    page.route("**/*", only_local)
+    page = watched_page(browser, site)
     yield page
-    context.close()
+    page.context.close()

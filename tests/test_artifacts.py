@@ -124,3 +124,27 @@ def test_the_suites_book_is_built_with_a_seeded_copy_of_the_repositorys_cache(mo
         assert (cache_dir(cache, "cpu") / "global.db").exists()
     monkeypatch.setenv("BOOK_TEST_CACHE", str(tmp_path / "own"))
     assert books.book_cache(tmp_path / "elsewhere") == tmp_path / "own"
+
+
+def test_the_suites_execution_seeds_a_repository_without_a_cache_and_never_replaces_one(tmp_path):
+    from book_extensions.cache_key import cache_dir
+
+    suite, repository = tmp_path / "suite", tmp_path / "repository"
+    source = cache_dir(suite, "cpu")
+    (source / "executed" / "page").mkdir(parents=True)
+    (source / "executed" / "page" / "base.ipynb").write_text("{}")
+    with closing(sqlite3.connect(source / "global.db")) as database:
+        database.execute("create table nbcache (pk integer primary key, hashkey text)")
+        database.execute("insert into nbcache values (1, 'page')")
+        database.commit()
+    assert books.seed_repository_cache(suite, repository)
+    seeded = cache_dir(repository, "cpu")
+    assert (seeded / "executed" / "page" / "base.ipynb").is_file()
+    assert [p.name for p in repository.iterdir()] == [seeded.name]  # no staging folder left
+    # A cache the repository has (a later `nox -s docs` executed into it) is never replaced.
+    (seeded / "executed" / "page" / "base.ipynb").write_text('{"mine": 1}')
+    assert not books.seed_repository_cache(suite, repository)
+    assert (seeded / "executed" / "page" / "base.ipynb").read_text() == '{"mine": 1}'
+    # Nor does a suite whose build left no database seed anything.
+    assert not books.seed_repository_cache(tmp_path / "empty", tmp_path / "other")
+    assert not (tmp_path / "other").exists()

@@ -3,18 +3,15 @@ and a chapter's first load within the budget of issue 20 (book_extensions/assets
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
-from pathlib import Path
 
 import pytest
-from books import FIXTURES
+from books import FIXTURES, THEME_STATIC
 
 from book_extensions import assets, upstream
-from book_extensions.tools.weight import first_load, serve
-
-THEME_STATIC = Path(importlib.util.find_spec("pydata_sphinx_theme").origin).parent / "theme" / "pydata_sphinx_theme" / "static"
+from book_extensions.tools.chromium import serve
+from book_extensions.tools.weight import first_load
 
 
 def test_the_scanner_finds_rules_past_strings_comments_and_escapes():

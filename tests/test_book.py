@@ -11,7 +11,7 @@ from site_checks import ALLOWED_IN_ZH, english_words, search
 from book_extensions import parity
 from book_extensions.execution import EXECUTIONS_FILE
 
-pytestmark = pytest.mark.book
+pytestmark = pytest.mark.browser
 
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from books import SCREENSHOTS
+from browsing import visit
 
-pytestmark = pytest.mark.book
+pytestmark = pytest.mark.browser
 
 def pages(book, language):
     skip = {"genindex.html", "search.html"}
@@ -21,12 +22,12 @@ def pages(book, language):
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_every_page_loads_cleanly_and_only_from_this_site(book, page, language):
     for name in pages(book, language):
-        page.goto(f"/{language}/{name}", wait_until="networkidle")
+        visit(page, f"/{language}/{name}", quiet_network=True)
         assert page.problems == [], (name, page.problems)
 
 
 def test_the_language_switch_keeps_the_page_and_the_section(page):
-    page.goto("/en/detach.html#detach-numpy", wait_until="networkidle")
+    visit(page, "/en/detach.html#detach-numpy")
     page.click(".book-language-switch a[hreflang='zh-CN']")
     page.wait_for_url("**/zh/detach.html#detach-numpy")
     assert page.locator("html").get_attribute("lang") == "zh-CN"
@@ -45,14 +46,14 @@ def test_the_language_switch_keeps_the_page_and_the_section(page):
     ("zh", "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.", "error-atlas.html"),
 ])
 def test_search_finds_the_chapter(page, language, query, expected):
-    page.goto(f"/{language}/search.html?q={query}", wait_until="networkidle")
+    visit(page, f"/{language}/search.html?q={query}")
     page.wait_for_selector("#search-results ul.search li", timeout=15000)
     found = page.locator("#search-results ul.search li a").evaluate_all("links => links.map(a => a.href)")
     assert any(href.split("?")[0].split("#")[0].endswith(f"/{expected}") for href in found), found[:10]
 
 
 def test_the_copy_button_copies_code_without_outputs(page):
-    page.goto("/en/article.html", wait_until="networkidle")
+    visit(page, "/en/article.html")
     cell = page.locator("div.cell").nth(1)
     code = cell.locator("div.cell_input pre").inner_text()
     cell.locator("div.cell_input").hover()
@@ -68,7 +69,7 @@ def test_nothing_scrolls_sideways_on_a_phone(browser, site, book, language):
     context = browser.new_context(base_url=site, viewport={"width": 375, "height": 800})
     page = context.new_page()
     for name in pages(book, language):
-        page.goto(f"/{language}/{name}", wait_until="networkidle")
+        visit(page, f"/{language}/{name}")
         width = page.evaluate("document.scrollingElement.scrollWidth")
         assert width <= 375, (name, width)
     context.close()
@@ -81,7 +82,7 @@ def test_screenshots_of_key_pages(browser, site, language, mode):
     page = context.new_page()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for name in ("index", "article", "cheat-sheet", "error-atlas"):
-        page.goto(f"/{language}/{name}.html", wait_until="networkidle")
+        visit(page, f"/{language}/{name}.html")
         theme = page.locator("html").get_attribute("data-theme")
         assert theme == mode, (name, theme)
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
@@ -106,7 +107,7 @@ def test_no_serious_accessibility_violations(book, page, language):
     axe = axe_source()
     serious = []
     for name in pages(book, language) + ["search.html"]:
-        page.goto(f"/{language}/{name}", wait_until="networkidle")
+        visit(page, f"/{language}/{name}")
         page.evaluate(axe)
         found = page.evaluate("axe.run().then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
         serious += [(name, *v) for v in found if v[1] in ("serious", "critical")]
@@ -141,7 +142,7 @@ MARKS = """(selector) => [...document.querySelectorAll(selector)].map(el => ({
 def test_what_changed_between_releases_is_marked(browser, site, language, width):
     context = browser.new_context(base_url=site, viewport={"width": width, "height": 900})
     page = context.new_page()
-    page.goto(f"/{language}/torch-releases.html", wait_until="networkidle")
+    visit(page, f"/{language}/torch-releases.html")
     rows = page.locator("table.book-releases tbody tr").filter(has=page.locator("code"))
     assert rows.count() >= 10
     for index in range(rows.count()):
@@ -155,14 +156,14 @@ def test_what_changed_between_releases_is_marked(browser, site, language, width)
     assert all(m["visible"] and m["background"] != m["around"] for m in marks), marks[:3]
     assert {"informations.", "information."} <= {m["text"] for m in marks}
     # The article's fold: what torch 2.7.1 and 2.9.1 printed, with today's differences marked.
-    page.goto(f"/{language}/article.html", wait_until="networkidle")
+    visit(page, f"/{language}/article.html")
     fold = page.locator("details.book-release-output").filter(has_text="SigmoidBackward0,").first
     fold.locator("summary").click()
     marks = page.evaluate(MARKS, "details.book-release-output[open] mark.book-changed")
     assert "SigmoidBackward0," in [m["text"] for m in marks]
     assert all(m["visible"] and m["background"] != m["around"] for m in marks), marks[:3]
     # A release that printed nothing where today's prints a warning: the fold says so.
-    page.goto(f"/{language}/forward-mode.html", wait_until="networkidle")
+    visit(page, f"/{language}/forward-mode.html")
     shown = page.evaluate("""() => [...document.querySelectorAll('details.book-release-output')]
       .map(fold => fold.textContent.replace(fold.querySelector('summary').textContent, '').trim())""")
     assert shown and all(shown), shown

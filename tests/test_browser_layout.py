@@ -17,8 +17,9 @@ from urllib.parse import urljoin
 
 import pytest
 from books import SCREENSHOTS
+from browsing import visit
 
-pytestmark = pytest.mark.book
+pytestmark = pytest.mark.browser
 
 LANGUAGES = ("en", "zh")
 WIDTHS = (375, 1280)
@@ -61,7 +62,7 @@ def test_code_stays_whole_and_messages_wrap(browser, site, book, language, width
     page = context.new_page()
     problems, messages = [], 0
     for name in pages(book, language):
-        page.goto(f"/{language}/{name}", wait_until="networkidle")
+        visit(page, f"/{language}/{name}")
         found = page.evaluate(MEASURE)
         messages += found["messages"]
         for key in ("brokenInTables", "brokenWords", "scrolling"):
@@ -77,13 +78,13 @@ def test_code_stays_whole_and_messages_wrap(browser, site, book, language, width
 def test_warnings_and_wrong_gradients_stand_out_without_colour(browser, site, language):
     context = browser.new_context(base_url=site, viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    page.goto(f"/{language}/autograd-basics.html", wait_until="networkidle")
+    visit(page, f"/{language}/autograd-basics.html")
     warning = page.locator(".cell_output .output.stderr").first
     assert "UserWarning" in warning.inner_text()
     label = warning.evaluate("el => getComputedStyle(el, '::before').content")
     assert label == ('"⚠ Warning"' if language == "en" else '"⚠ 警告"')
     assert warning.evaluate("el => parseFloat(getComputedStyle(el).borderLeftWidth)") >= 3
-    page.goto(f"/{language}/cheat-sheet.html", wait_until="networkidle")
+    visit(page, f"/{language}/cheat-sheet.html")
     style = """cell => { const s = getComputedStyle(cell.querySelector('p'));
                          return [s.borderTopStyle, s.fontWeight]; }"""
     wrong = page.locator("td.book-verdict-wrong")
@@ -99,7 +100,7 @@ def test_the_articles_summary_is_a_table(browser, site):
     context = browser.new_context(base_url=site, viewport={"width": 375, "height": 900})
     page = context.new_page()
     for language in LANGUAGES:
-        page.goto(f"/{language}/article.html", wait_until="networkidle")
+        visit(page, f"/{language}/article.html")
         table = page.locator("#article-summary .cell_output table")
         assert table.count() == 1
         header = table.locator("thead th").all_inner_texts()
@@ -227,7 +228,7 @@ def survey(browser, site, book, language: str, width: int) -> dict[str, dict]:
         page = context.new_page()
         found = {}
         for name in pages(book, language):
-            page.goto(f"/{language}/{name}", wait_until="networkidle")
+            visit(page, f"/{language}/{name}")
             found[name] = page.evaluate(SURVEY, language)
         context.close()
         _SURVEYS[key] = found
@@ -260,7 +261,7 @@ def test_tables_are_still_tables_to_a_screen_reader(browser, site):
     context = browser.new_context(base_url=site, viewport={"width": 375, "height": 900})
     page = context.new_page()
     for language in LANGUAGES:
-        page.goto(f"/{language}/cheat-sheet.html", wait_until="networkidle")
+        visit(page, f"/{language}/cheat-sheet.html")
         tree = page.locator(".bd-article table").first.aria_snapshot()
         header = page.locator(".bd-article table").first.locator("thead th").first.inner_text().strip()
         assert tree.startswith("- table") and "- columnheader" in tree and "- cell" in tree, tree[:300]
@@ -289,7 +290,7 @@ def test_the_article_shows_the_grad_fn_it_talks_about(browser, site):
     context = browser.new_context(base_url=site, viewport={"width": 375, "height": 900})
     page = context.new_page()
     for language in LANGUAGES:
-        page.goto(f"/{language}/article.html", wait_until="networkidle")
+        visit(page, f"/{language}/article.html")
         outside = page.evaluate("""() => {
           const pre = [...document.querySelectorAll('.cell_output .output pre')]
             .find(p => p.textContent.includes('grad_fn=<SigmoidBackward0>'));
@@ -306,7 +307,7 @@ def test_the_article_shows_the_grad_fn_it_talks_about(browser, site):
 def test_doctests_have_a_copy_button_for_their_input(page, language):
     """The button copies the input lines, without prompts or outputs: a program that compiles."""
     for name in ("cheat-sheet", "optimizers"):
-        page.goto(f"/{language}/{name}.html", wait_until="networkidle")
+        visit(page, f"/{language}/{name}.html")
         block = page.locator("div.highlight-pycon").first
         text = block.locator("pre").inner_text()
         expected = "\n".join(line[4:] for line in text.splitlines() if line.startswith((">>> ", "... ")))
@@ -346,7 +347,7 @@ def test_figure_labels_read_on_a_phone(browser, site, language):
     page = context.new_page()
     sizes = {}
     for name in FIGURES:
-        page.goto(f"/{language}/{name}", wait_until="networkidle")
+        visit(page, f"/{language}/{name}")
         found = page.evaluate("""async scale => Promise.all([...document.querySelectorAll('.bd-article figure img')].map(async img => {
           const svg = await (await fetch(img.currentSrc)).text();
           const viewBox = +svg.match(/viewBox="[\\d.]+ [\\d.]+ ([\\d.]+)/)[1];
@@ -375,7 +376,7 @@ def test_figures_say_what_they_show_and_open_full_size(browser, site):
     alts = {}
     for language in LANGUAGES:
         for name, count in FIGURES.items():
-            page.goto(f"/{language}/{name}", wait_until="networkidle")
+            visit(page, f"/{language}/{name}")
             images = page.locator(".bd-article figure img")
             assert images.count() == count, (language, name)
             for i in range(count):
@@ -413,7 +414,7 @@ def test_screenshots(browser, site, language, width, mode):
     page = context.new_page()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for name, target in VIEWS:
-        page.goto(f"/{language}/{name}.html", wait_until="networkidle")
+        visit(page, f"/{language}/{name}.html")
         if target.startswith("~"):
             found = page.evaluate("""t => { const c = [...document.querySelectorAll('.bd-article code')]
                                              .find(c => c.textContent.includes(t));
@@ -435,7 +436,7 @@ def test_the_cheat_sheet_prints_whole(browser, site, language):
     context = browser.new_context(base_url=site, viewport={"width": 718, "height": 900})
     page = context.new_page()
     page.emulate_media(media="print")
-    page.goto(f"/{language}/cheat-sheet.html", wait_until="networkidle")
+    visit(page, f"/{language}/cheat-sheet.html")
     found = page.evaluate(MEASURE)
     assert found["brokenInTables"] == [] and found["brokenWords"] == []
     table = page.locator(".bd-article table").first

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import pytest
 from books import SCREENSHOTS, index_parts
+from browsing import visit
 from playwright.sync_api import expect
 
-pytestmark = pytest.mark.book
+pytestmark = pytest.mark.browser
 
 OTHER = {"en": "zh-CN", "zh": "en"}
 
@@ -35,7 +36,7 @@ def click_outside(page, dialog) -> None:
 @pytest.mark.parametrize("width", [375, 900])
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_the_visible_buttons_open_and_close_the_site_menu(page, language, width):
-    at_width(page, width).goto(f"/{language}/article.html", wait_until="networkidle")
+    visit(at_width(page, width), f"/{language}/article.html")
     menu = page.locator("#pst-primary-sidebar-modal")
     chapter = menu.locator(".bd-docs-nav a[href='detach.html']")
     toggle = page.locator(".primary-toggle").locator("visible=true")
@@ -60,7 +61,7 @@ def test_the_visible_buttons_open_and_close_the_site_menu(page, language, width)
 @pytest.mark.parametrize("width", [375, 900])
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_the_visible_button_opens_and_closes_the_page_contents(page, language, width):
-    at_width(page, width).goto(f"/{language}/article.html", wait_until="networkidle")
+    visit(at_width(page, width), f"/{language}/article.html")
     contents = page.locator("#pst-secondary-sidebar-modal")
     entry = contents.locator("a[href='#article-check-yourself']")
     toggle = page.locator(".secondary-toggle").locator("visible=true")
@@ -79,7 +80,7 @@ def test_the_visible_button_opens_and_closes_the_page_contents(page, language, w
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_the_visible_button_hides_and_shows_the_side_bar_on_a_wide_screen(page, language):
-    at_width(page, 1280).goto(f"/{language}/article.html", wait_until="networkidle")
+    visit(at_width(page, 1280), f"/{language}/article.html")
     chapter = page.locator("#pst-primary-sidebar .bd-docs-nav a[href='detach.html']")
     expect(chapter).to_be_visible()
     toggle = page.locator(".primary-toggle").locator("visible=true")
@@ -94,7 +95,7 @@ def test_the_visible_button_hides_and_shows_the_side_bar_on_a_wide_screen(page, 
 @pytest.mark.parametrize("width", [375, 900, 1280])
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_the_language_switch_is_on_screen_without_opening_a_menu(page, language, width):
-    at_width(page, width).goto(f"/{language}/glossary.html", wait_until="networkidle")
+    visit(at_width(page, width), f"/{language}/glossary.html")
     link = page.locator(f".book-header-languages a[hreflang='{OTHER[language]}']")
     expect(link).to_be_visible()
     box = link.bounding_box()
@@ -107,7 +108,7 @@ def test_the_language_switch_is_on_screen_without_opening_a_menu(page, language,
 @pytest.mark.parametrize("width", [375, 1280])
 @pytest.mark.parametrize("section", ["detach-numpy", "detach-check-yourself"])
 def test_the_language_switch_keeps_the_section_the_reader_scrolled_to(page, width, section):
-    at_width(page, width).goto("/en/detach.html", wait_until="networkidle")
+    visit(at_width(page, width), "/en/detach.html")
     heading = page.locator(f"#{section} > h2")
     # Scroll with the wheel, as a reader does: no click, no anchor in the address.
     page.mouse.move(width / 2, 400)
@@ -131,15 +132,15 @@ def test_screenshots_of_the_navigation(page, language, mode):
     for width in (375, 900, 1280):
         at_width(page, width, mode)
         for name in ("index", "detach"):
-            page.goto(f"/{language}/{name}.html", wait_until="networkidle")
+            visit(page, f"/{language}/{name}.html")
             page.screenshot(path=str(SCREENSHOTS / f"nav-{language}-{name}-{width}-{mode}.png"))
         # The index lists the chapters under the same part headings as the menu: one per toctree.
         parts = page.locator(".bd-article .toctree-wrapper p.caption")
-        page.goto(f"/{language}/index.html", wait_until="networkidle")
+        visit(page, f"/{language}/index.html")
         expect(parts).to_have_count(len(index_parts(language)))
         parts.first.evaluate("caption => caption.scrollIntoView()")
         page.screenshot(path=str(SCREENSHOTS / f"nav-{language}-index-{width}-{mode}-parts.png"))
-        page.goto(f"/{language}/detach.html", wait_until="networkidle")
+        visit(page, f"/{language}/detach.html")
         if width < 992:
             for toggle, dialog, state in ((".primary-toggle", "#pst-primary-sidebar-modal", "menu"),
                                           (".secondary-toggle", "#pst-secondary-sidebar-modal", "contents")):

@@ -14,8 +14,9 @@ import re
 
 import pytest
 from books import SCREENSHOTS
+from browsing import visit
 
-pytestmark = pytest.mark.book
+pytestmark = pytest.mark.browser
 
 LANGUAGES = ("en", "zh")
 
@@ -49,7 +50,7 @@ CLOSING = "）)」』”’》】，。、；：！？"
 
 def atlas_headings(page, language: str, width: int) -> list[dict]:
     page.set_viewport_size({"width": width, "height": 800})
-    page.goto(f"/{language}/error-atlas.html", wait_until="networkidle")
+    visit(page, f"/{language}/error-atlas.html")
     headings = page.evaluate(HEADING_LINES)
     assert len(headings) >= 45  # every entry of the atlas was measured
     return headings
@@ -85,7 +86,7 @@ QUOTES = """() => [...document.querySelectorAll('.bd-article section > :is(h2, h
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_each_atlas_message_is_quoted_beneath_its_heading_as_torch_prints_it(page, language):
-    page.goto(f"/{language}/error-atlas.html", wait_until="networkidle")
+    visit(page, f"/{language}/error-atlas.html")
     body = page.evaluate("getComputedStyle(document.querySelector('.bd-article p')).fontSize")
     quotes = page.evaluate(QUOTES)
     assert len(quotes) >= 35, [q["id"] for q in quotes]  # every entry with a message
@@ -134,9 +135,9 @@ def test_the_page_contents_menu_lands_where_a_direct_link_lands(page, language, 
     contents = page.locator("#pst-secondary-sidebar-modal")
     landed, tooltips = {}, {}
     for name, anchor in ENTRIES:
-        page.goto(f"/{language}/{name}.html#{anchor}", wait_until="networkidle")
+        visit(page, f"/{language}/{name}.html#{anchor}")
         direct = settled(page, heading_top(anchor))
-        page.goto(f"/{language}/{name}.html", wait_until="networkidle")
+        visit(page, f"/{language}/{name}.html")
         toggle.click()
         contents.locator(f"a[href='#{anchor}']").click()
         page.wait_for_url(f"**/{name}.html#{anchor}")
@@ -155,7 +156,7 @@ def test_the_page_contents_menu_lands_where_a_direct_link_lands(page, language, 
 def test_the_chapter_list_lands_where_a_direct_link_lands(page, language, width):
     # The chapter list's entry for the page being read is a link to "#": its top.
     page.set_viewport_size({"width": width, "height": 800})
-    page.goto(f"/{language}/error-atlas.html#error-detach-view", wait_until="networkidle")
+    visit(page, f"/{language}/error-atlas.html#error-detach-view")
     assert settled(page, "window.scrollY") > 1000
     page.locator(".primary-toggle").locator("visible=true").click()
     page.locator("#pst-primary-sidebar-modal a.current[href='#']").click()

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from books import FIXTURES, ROOT, build_book
-from test_gates import assert_reported
+from books import FIXTURES, ROOT, assert_reported, build_book
 
 from book_extensions.execution import EXECUTIONS_FILE
 from book_extensions.tools import build as driver
+
+pytestmark = pytest.mark.fixture
 
 STICKY = [  # the four kinds of problem that passed the second build of an unchanged page
     ("zh/problems.md:11", "the prose names a torch release ('2.13 版')"),

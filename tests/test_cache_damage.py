@@ -10,6 +10,8 @@ import sqlite3
 import pytest
 from books import FIXTURES, build_book
 
+pytestmark = pytest.mark.fixture
+
 FIXTURE = FIXTURES / "cache_damage" / "docs"
 
 # Put on PYTHONPATH of a build: every notebook jupyter-cache writes stops half-way, as on a full disk.

@@ -33,6 +33,7 @@ def refused(build, *lines: str) -> None:
     assert build.output.strip().splitlines() == [f"error: {line}" for line in lines]
 
 
+@pytest.mark.fixture
 @pytest.mark.parametrize(("change", "problem"), [
     ('book_languages[1].pop("sphinx")', "book_languages[1] has no 'sphinx' key"),
     ('book_languages[0]["hreflng"] = "en"',
@@ -62,6 +63,7 @@ def test_a_bad_setting_is_one_line_naming_conf_py_and_the_key(tmp_path, change, 
     refused(build, *(f"{confdir / 'conf.py'}: {line}" for line in problems))
 
 
+@pytest.mark.fixture
 def test_a_missing_language_folder_is_one_line_naming_it(tmp_path):
     docs = tmp_path / "docs"
     (docs / "en").mkdir(parents=True)
@@ -72,6 +74,7 @@ def test_a_missing_language_folder_is_one_line_naming_it(tmp_path):
                    "add its pages there, or build the other languages with --language")
 
 
+@pytest.mark.fixture
 @pytest.mark.parametrize("mode", ["force", "off"])
 def test_the_execution_mode_is_the_books_to_set(tmp_path, mode):
     build = build_book(FIXTURES / "good" / "docs", tmp_path, "html", "--language", "en",
@@ -81,6 +84,7 @@ def test_the_execution_mode_is_the_books_to_set(tmp_path, mode):
                    "build another --cache-root or run `make clean-cache`")
 
 
+@pytest.mark.fixture
 def test_sphinx_build_run_by_hand_checks_the_settings_too(tmp_path):
     # Without the driver: the check is the config-inited handler's, before any page runs.
     result = subprocess.run(

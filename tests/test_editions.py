@@ -15,6 +15,7 @@ from books import FIXTURES, ROOT, build_book, index_parts
 from pypdf import PdfReader
 
 from book_extensions.execution import EXECUTIONS_FILE
+from book_extensions.tools.chromium import chromium_path
 from book_extensions.tools.editions import (
     EQUIVALENT_IDEOGRAPHS,
     PdfError,
@@ -24,7 +25,8 @@ from book_extensions.tools.editions import (
     name_ideographs,
     retitle_bookmarks,
 )
-from book_extensions.tools.weight import chromium_path
+
+pytestmark = pytest.mark.fixture
 
 DOCS = FIXTURES / "good" / "docs"
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -334,7 +336,7 @@ def test_every_page_links_the_editions_of_its_language(editions, code):
         f"cutting-the-graph-{code}.epub", f"cutting-the-graph-{code}.pdf"]
 
 
-@pytest.mark.book
+@pytest.mark.scheduled
 def test_the_real_books_editions_build_and_pass_their_checks(book):
     # Each command checks its own output: bookmarks against the printed headings (PDF),
     # EPUBCheck (EPUB); here, also every chapter's title in the PDF's text.

@@ -9,6 +9,8 @@ import pytest
 
 from book_extensions import executor
 
+pytestmark = pytest.mark.fixture
+
 
 def notebook(*sources: str):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])

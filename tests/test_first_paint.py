@@ -105,7 +105,7 @@ def test_a_page_without_local_stylesheets_is_left_alone(site):
 def test_the_real_sheets_are_read_whole(tmp_path):
     """The theme's sheet parses into rules the inline CSS is made of (a guard on the
     parser's view of the trimmed sheets the real book ships)."""
-    from test_assets import THEME_STATIC
+    from books import THEME_STATIC
 
     shutil.copy(THEME_STATIC / "styles" / "pydata-sphinx-theme.css", tmp_path / "theme.css")
     (found,) = first_paint.read_sheet(tmp_path, "theme.css", set())

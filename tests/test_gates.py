@@ -10,18 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from books import FIXTURES, build_book
+from books import FIXTURES, assert_reported, build_book, warnings_of
 
-
-def warnings_of(output: str) -> list[str]:
-    return [line for line in output.splitlines() if "WARNING" in line]
-
-
-def assert_reported(output: str, expected: list[tuple[str, str]]) -> None:
-    """Each (page, message) pair is in one warning line of the build's output."""
-    found = warnings_of(output)
-    for page, message in expected:
-        assert any(page in line and message in line for line in found), (page, message, found)
+pytestmark = pytest.mark.fixture
 
 
 def test_every_unexpected_error_is_reported_with_its_page_and_cell(build_fixture):

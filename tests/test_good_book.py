@@ -13,6 +13,8 @@ from site_checks import ALLOWED_IN_ZH, english_words, search
 
 from book_extensions.execution import EXECUTIONS_FILE
 
+pytestmark = pytest.mark.fixture
+
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):

@@ -4,7 +4,10 @@ torch is refused before any page runs, and the user's IPython profile never reac
 import platform
 import sqlite3
 
+import pytest
 from books import FIXTURES, build_book
+
+pytestmark = pytest.mark.fixture
 
 FIXTURE = FIXTURES / "kernel_provenance" / "docs"
 

@@ -13,9 +13,12 @@ from pathlib import Path
 
 import nbformat
 import psutil
+import pytest
 from books import FIXTURES, ROOT, Build
 
 from book_extensions import executor
+
+pytestmark = pytest.mark.fixture
 
 
 def build(docs: Path, work: Path, cache: Path, limit_s: int, **environment: str) -> tuple[Build, float]:

@@ -7,9 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from books import FIXTURES, build_book
+from books import FIXTURES, assert_reported, build_book
 from bs4 import BeautifulSoup
-from test_gates import assert_reported
 
 from book_extensions import records, release_list, releases
 from book_extensions.execution import torch_version
@@ -95,6 +94,7 @@ def test_no_page_of_the_book_names_a_release():
 
 # --- an older release's output, shown under its cell ------------------------------
 
+@pytest.mark.fixture
 def test_an_older_release_that_printed_something_else_is_shown_under_the_cell(tmp_path):
     docs = FIXTURES / "release_notes" / "docs"
     [first, second] = records.current_digests(docs)["index"]

@@ -2,8 +2,7 @@
 page's prose fails the build, naming the page and the line."""
 
 import pytest
-from books import ROOT, assert_one_line_config_error
-from test_gates import assert_reported
+from books import ROOT, assert_one_line_config_error, assert_reported
 
 from book_extensions.prose import Term, load_terms, term_variants
 

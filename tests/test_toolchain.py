@@ -91,6 +91,7 @@ def installed(env) -> set[str]:
     return {package["name"] for package in json.loads(listing.stdout)}
 
 
+@pytest.mark.fixture
 def test_a_package_dropped_from_the_requirements_leaves_the_environment(fake_toolchain):
     fake_toolchain.write_text("torch==9.9.9\nbookpin==1.0\nbookdep==1.0\nbookextra==1.0\n")
     env = toolchain.ensure("9.9.9")
@@ -107,6 +108,7 @@ def test_a_package_dropped_from_the_requirements_leaves_the_environment(fake_too
     assert (env / "book-pins.txt").read_text() == fake_toolchain.read_text()
 
 
+@pytest.mark.fixture
 def test_a_second_session_waits_for_the_one_installing(fake_toolchain):
     import fcntl
     import threading

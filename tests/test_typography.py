@@ -4,8 +4,7 @@ fail the build, naming the page and the line; code, outputs and the English edit
 never checked."""
 
 import pytest
-from books import ROOT, assert_one_line_config_error
-from test_gates import assert_reported, warnings_of
+from books import ROOT, assert_one_line_config_error, assert_reported, warnings_of
 
 from book_extensions.typography import CONFIG, read_config
 

@@ -15,8 +15,7 @@ import shutil
 from types import SimpleNamespace
 
 import pytest
-from books import FIXTURES, ROOT, assert_one_line_config_error, build_book
-from test_gates import assert_reported, warnings_of
+from books import FIXTURES, ROOT, assert_one_line_config_error, assert_reported, build_book, warnings_of
 
 # Through the modules, so that on code without a rule each test fails on its own.
 from book_extensions import prose, typography
@@ -190,6 +189,7 @@ def title_of(path) -> str:
     return re.search(r"<title>(.*?)</title>", path.read_text(encoding="utf8"), re.S).group(1).strip()
 
 
+@pytest.mark.fixture
 def test_one_title_separator_and_the_site_title_once(interface):
     for language, site, search_word in (("en", "Cutting the Graph", "Search"), ("zh", "切断计算图", "搜索")):
         folder = interface.site() / language
@@ -198,11 +198,13 @@ def test_one_title_separator_and_the_site_title_once(interface):
         assert title_of(folder / "search.html") == f"{search_word} — {site}"  # not "搜索 - 切断计算图"
 
 
+@pytest.mark.fixture
 def test_the_footer_says_copyright_once(interface):
     page = (interface.site() / "zh" / "index.html").read_text(encoding="utf8")
     assert "© 2026 《切断计算图》作者。" in page and "版权所有" not in page
 
 
+@pytest.mark.fixture
 def test_the_term_table_speaks_the_page_language(interface):
     from bs4 import BeautifulSoup
 

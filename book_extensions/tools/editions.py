@@ -97,7 +97,7 @@ def print_pdf(page: Path, path: Path) -> int:
     """Print ``page`` into ``path``; returns how many glyphs' text :func:`name_ideographs` corrected."""
     from playwright.sync_api import sync_playwright
 
-    from .weight import CHROMIUM_FLAGS, chromium_path
+    from .chromium import CHROMIUM_FLAGS, chromium_path
 
     partial = path.with_name(path.name + ".partial")
     with sync_playwright() as playwright:
@@ -334,7 +334,7 @@ def name_ideographs(writer, page_text: str, name: str = "the PDF") -> int:
 
 
 def make_pdf(args: argparse.Namespace) -> int:
-    from .weight import chromium_path
+    from .chromium import chromium_path
 
     if not os.path.exists(chromium_path()):
         print("error: Chromium is missing (apt-get install chromium, or set CHROMIUM)", file=sys.stderr)

@@ -39,7 +39,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 from .build import ROOT
-from .weight import CHROMIUM_FLAGS, QuietHandler, chromium_path
+from .chromium import CHROMIUM_FLAGS, QuietHandler, chromium_path
 
 # Lighthouse 13 needs Node 22.19; Debian's and GitHub's runners' Node is 20, so the last 12.x.
 VERSION = "12.8.2"

@@ -115,7 +115,7 @@ def compare(session: nox.Session) -> None:
 
 @nox.session
 def wheelhouse(session: nox.Session) -> None:
-    """Download the wheels a records-only run on the GPU machine needs and it lacks (README, "The GPU job")."""
+    """Download the wheels a records-only run on the GPU machine needs and it lacks (CONTRIBUTING.md, "The GPU job")."""
     python(session, environment(session), "-m", "book_extensions", "wheelhouse", "download", *session.posargs)
 
 

@@ -1,4 +1,4 @@
-"""The GPU job's offline preparation: the wheelhouse, .ci/gpu-check and the README's command.
+"""The GPU job's offline preparation: the wheelhouse, .ci/gpu-check and the maintainer's guide's command.
 
 No network: the resolution runs on fixture wheels (and once on the toolchain's installed
 metadata, which is what the pinned wheels carry); the script's Python calls are parsed,
@@ -246,15 +246,15 @@ def test_the_script_installs_from_the_folder_the_wheelhouse_fills_and_records_it
     assert "BOOK_CHECK_DEVICE" in text and "--device" in text
 
 
-def readme_gpu_section() -> str:
-    text = (ROOT / "README.md").read_text()
+def guide_gpu_section() -> str:
+    text = (ROOT / "CONTRIBUTING.md").read_text()
     return text[text.index("## The GPU job"):].split("\n## ", 1)[0]
 
 
-def test_the_readme_gives_the_device_command_with_the_paths_it_needs():
-    section = readme_gpu_section()
+def test_the_maintainers_guide_gives_the_device_command_with_the_paths_it_needs():
+    section = guide_gpu_section()
     device_run = re.search(r"```json\n\s*(\{[^`\n]*\"carry\"[^`\n]*\})\n\s*```", section)
-    assert device_run, "the README's GPU section gives the run call as a JSON block with its carry list"
+    assert device_run, "CONTRIBUTING.md's GPU section gives the run call as a JSON block with its carry list"
     call = json.loads(device_run.group(1))
     assert len(call["command"]) <= 2000 and ".ci/gpu-check" in call["command"]
     machine_python = wheelhouse.read_machine().python

@@ -101,7 +101,7 @@ def test_command_calls_are_read_from_shell_and_python():
 
 
 SCRIPTS = [ROOT / ".ci" / "run", ROOT / ".ci" / "gpu-check", ROOT / "Makefile", ROOT / "noxfile.py",
-           ROOT / "README.md", *WORKFLOWS]
+           ROOT / "README.md", ROOT / "CONTRIBUTING.md", *WORKFLOWS]
 
 
 def test_every_verb_a_script_runs_is_a_verb_of_the_one_command():

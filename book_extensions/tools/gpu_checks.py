@@ -9,7 +9,7 @@ So a run on the GPU machine's torch is judged like its outputs, against the CPU 
 release: each finding becomes one line that names no device and no line number (the page, the
 code cell or the doctest example, the kind), and the set must equal
 ``results/cpu-torch-<release>-checks.txt``, written by the CPU rehearsal of that release
-(``.ci/gpu-check --device cpu``, README "The GPU job"). On the pinned release it must be empty.
+(``.ci/gpu-check --device cpu``, CONTRIBUTING.md, "The GPU job"). On the pinned release it must be empty.
 Exit 0 when it agrees, 1 with the differences, 2 when there is nothing to compare with.
 """
 

@@ -1,8 +1,10 @@
 # Conventional Sphinx targets for the book, in the current Python environment
 # (pip install -r requirements.txt first). nox does the same in its own venvs.
+# Every target but test, clean and clean-cache runs a verb of the book's one command,
+# `python -m book_extensions <verb>`: `$(PYTHON) -m book_extensions --help` lists them all.
 PYTHON  ?= python3
 DEVICE  ?= cpu
-BUILD    = $(PYTHON) -m book_extensions.tools.build --device $(DEVICE)
+BUILD    = $(PYTHON) -m book_extensions build --device $(DEVICE)
 LANG_   ?= en
 
 .PHONY: help html doctest pdf epub test serve parity bench clean clean-cache
@@ -19,24 +21,26 @@ help:
 	@echo "make clean      remove _build/ (keeps the execution cache)"
 	@echo "make clean-cache remove the execution cache too"
 	@echo "DEVICE=cuda selects the GPU build."
+	@echo "Each target runs a verb of one command: $(PYTHON) -m book_extensions --help lists"
+	@echo "every verb (more than these), and $(PYTHON) -m book_extensions <verb> --help its arguments."
 
 html doctest:
 	$(BUILD) $@
 
 pdf epub:
-	$(PYTHON) -m book_extensions.tools.editions $@ --device $(DEVICE)
+	$(PYTHON) -m book_extensions editions $@ --device $(DEVICE)
 
 test:
 	$(PYTHON) -m pytest
 
 serve:
-	$(PYTHON) -m book_extensions.tools.serve $(LANG_) --device $(DEVICE)
+	$(PYTHON) -m book_extensions serve $(LANG_) --device $(DEVICE)
 
 parity:
-	$(PYTHON) -m book_extensions.parity docs
+	$(PYTHON) -m book_extensions parity docs
 
 bench:
-	$(PYTHON) -m book_extensions.tools.bench
+	$(PYTHON) -m book_extensions bench
 
 clean:
 	rm -rf _build

@@ -23,6 +23,8 @@
     nox -s lighthouse  Lighthouse's scores (mobile preset) of every page, served compressed like
                        GitHub Pages; fails below 100 in accessibility, best practices or SEO
 
+Each session runs verbs of the book's one command, ``python -m book_extensions <verb>``:
+``python -m book_extensions --help`` lists every verb, ``<verb> --help`` gives its arguments.
 Without nox installed, ``python3 noxfile.py -s docs`` installs it first (see below).
 Every session runs in one shared environment per torch release, ``.toolchain/torch-<release>/``
 (book_extensions/tools/toolchain.py), not in a virtualenv of its own.
@@ -58,8 +60,8 @@ nox.needs_version = f">={NOX_VERSION}"
 nox.options.sessions = ["tests", "doctest"]
 nox.options.default_venv_backend = "none"
 
-BUILD = ["-m", "book_extensions.tools.build"]
-RELEASES = ["-m", "book_extensions.tools.releases"]
+BUILD = ["-m", "book_extensions", "build"]
+RELEASES = ["-m", "book_extensions", "releases"]
 
 
 def environment(session: nox.Session, release: str | None = None) -> Path:
@@ -95,7 +97,7 @@ def docs(session: nox.Session) -> None:
     """Build the book, every language, and record its outputs; arguments go to the build."""
     env = environment(session)
     python(session, env, *BUILD, "html", *session.posargs)
-    python(session, env, "-m", "book_extensions.records", "record", "--device", device_of(session.posargs))
+    python(session, env, "-m", "book_extensions", "records", "record", "--device", device_of(session.posargs))
 
 
 @nox.session
@@ -108,13 +110,13 @@ def doctest(session: nox.Session) -> None:
 @nox.session
 def compare(session: nox.Session) -> None:
     """Compare the recorded CPU and CUDA outputs cell by cell."""
-    python(session, environment(session), "-m", "book_extensions.records", "compare")
+    python(session, environment(session), "-m", "book_extensions", "records", "compare")
 
 
 @nox.session
 def wheelhouse(session: nox.Session) -> None:
-    """Download the wheels a records-only run on the GPU machine needs and it lacks (README, "The GPU job")."""
-    python(session, environment(session), "-m", "book_extensions.tools.wheelhouse", "download", *session.posargs)
+    """Download the wheels a records-only run on the GPU machine needs and it lacks (CONTRIBUTING.md, "The GPU job")."""
+    python(session, environment(session), "-m", "book_extensions", "wheelhouse", "download", *session.posargs)
 
 
 @nox.session
@@ -144,7 +146,7 @@ def linkcheck(session: nox.Session) -> None:
 @nox.session
 def determinism(session: nox.Session) -> None:
     """Execute every page a second time and fail on any cell that prints differently (build first)."""
-    python(session, environment(session), "-m", "book_extensions.tools.determinism", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions", "determinism", *session.posargs)
 
 
 @nox.session(name="newest-torch")
@@ -171,25 +173,25 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def pdf(session: nox.Session) -> None:
     """The offline edition as PDF, one per language (the next `nox -s docs` links it)."""
-    python(session, environment(session), "-m", "book_extensions.tools.editions", "pdf", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions", "editions", "pdf", *session.posargs)
 
 
 @nox.session
 def epub(session: nox.Session) -> None:
     """The offline edition as EPUB, one per language, checked by EPUBCheck."""
-    python(session, environment(session), "-m", "book_extensions.tools.editions", "epub", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions", "editions", "epub", *session.posargs)
 
 
 @nox.session
 def serve(session: nox.Session) -> None:
     """Live preview of one language (default: the first of conf.py): ``nox -s serve -- zh``."""
-    python(session, environment(session), "-m", "book_extensions.tools.serve", *session.posargs[:1])
+    python(session, environment(session), "-m", "book_extensions", "serve", *session.posargs[:1])
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """Time cold, no-change, prose-edit and code-edit builds on a copy of docs/."""
-    python(session, environment(session), "-m", "book_extensions.tools.bench", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions", "bench", *session.posargs)
 
 
 @nox.session
@@ -197,7 +199,7 @@ def weight(session: nox.Session) -> None:
     """First-load bytes, requests and first contentful paint of every page of the built site at
     375 px, on issue 20's phone (150 ms, 1.6 Mbit/s, CPU 4x slower); run `docs` first.
     `nox -s weight -- --page 'zh/*'` measures some pages, `-- --requests` lists each response."""
-    python(session, environment(session), "-m", "book_extensions.tools.weight", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions", "weight", *session.posargs)
 
 
 @nox.session
@@ -206,4 +208,4 @@ def lighthouse(session: nox.Session) -> None:
     built site (run `docs` first), mobile preset, served gzip-compressed like GitHub Pages; fails
     when a page scores below 100 in the last three. `nox -s lighthouse -- --page 'zh/*'` scores some
     pages. Needs Lighthouse in .tools/lighthouse/ (.ci/run installs it)."""
-    python(session, environment(session), "-m", "book_extensions.tools.lighthouse", *session.posargs)
+    python(session, environment(session), "-m", "book_extensions", "lighthouse", *session.posargs)

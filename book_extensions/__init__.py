@@ -43,15 +43,17 @@ Each module handles one concern and has its own ``setup``:
 - :mod:`.provenance`: the page that says what built the book.
 
 Code that runs inside the pages' kernels is in :mod:`.kernel`; the command-line tools
-(build and its publishing step, serve, bench, weight, lighthouse, determinism, releases, toolchain, wheelhouse) are in
-:mod:`.tools`.
+(build and its publishing step, serve, editions, bench, weight, lighthouse, determinism, releases, gpu_checks,
+toolchain, wheelhouse) are in :mod:`.tools`. Every tool, those of the extensions' modules too (parity, typography,
+records, upstream), is a verb of one command, ``python -m book_extensions <verb>`` (:mod:`.__main__`, which
+imports a tool only when its verb runs; ``--help`` lists the verbs).
 
 Where the book leans on another project's internals or copies its files, and why:
 :mod:`.upstream` lists every case; ``tests/test_upstream.py`` fails when one moves.
 """
 
 def setup(app) -> dict:
-    # Imported here so that ``python -m book_extensions.tools.<tool>`` imports only what it needs.
+    # Imported here so that ``python -m book_extensions <verb>`` imports only what its tool needs.
     from . import (
         artifacts,
         assets,

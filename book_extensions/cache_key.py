@@ -103,7 +103,7 @@ def kernel_command(environment: dict[str, str] | None = None,
         spec = KernelSpecManager().get_kernel_spec(name)
     except NoSuchKernel:
         raise KernelMismatch(f"there is no Jupyter kernel spec {name!r}: install the toolchain "
-                             "(python3 noxfile.py -s toolchain)") from None
+                             "(python3 -m book_extensions toolchain)") from None
     argv = list(spec.argv)
     python = argv[: argv.index("-m")] if "-m" in argv else argv[:1]
     # As jupyter_client's KernelManager.format_kernel_cmd does: "python" is this process's Python.
@@ -141,7 +141,7 @@ def check_kernel(environment: dict[str, str] | None = None) -> Interpreter:
             f"{shown(spec_file)} names another Python; remove it, or build with the Python it names")
     if found["torch_folder"] is None:
         raise KernelMismatch(f"the pages' kernel ({shown(found['executable'])}) cannot import torch: "
-                             "install the toolchain (python3 noxfile.py -s toolchain)")
+                             "install the toolchain (python3 -m book_extensions toolchain)")
     if found["torch"] is not None:  # the probe imported it: another folder than the toolchain's
         folder = found["torch_folder"]
         on_path = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep)

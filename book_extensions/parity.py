@@ -18,7 +18,7 @@ program. Comments and docstrings being free, no output may depend on them: see
 :mod:`.code_comments` for the checks that keep it so.
 
 Run by the build of each non-default language, comparing it with the default one,
-and on its own: ``python -m book_extensions.parity docs``.
+and on its own: ``python -m book_extensions parity docs``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
@@ -257,17 +256,19 @@ def setup(app: Sphinx) -> None:
     app.connect("builder-inited", check_build)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     from .config import book_languages
 
-    docs = Path(argv[0]) if argv else Path("docs")
+    parser = argparse.ArgumentParser(prog="python -m book_extensions parity", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("docs", nargs="?", type=Path, default=Path("docs"),
+                        help="the folder with one sub-folder per language (default: docs)")
+    docs = parser.parse_args(argv).docs
     languages = [lang["code"] for lang in book_languages()]
     reference = languages[0]
     problems = [pp for lang in languages if lang != reference for pp in compare(docs, lang, reference)]
     for page, problem in problems:
         print(f"{page}: {problem}")
     return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,7 +1,7 @@
 """Records of what every code cell printed, and their comparison (devices, releases, runs).
 
-    python -m book_extensions.records record --device cuda   # after a CUDA build
-    python -m book_extensions.records compare                # results/cpu.json vs results/cuda.json
+    python -m book_extensions records record --device cuda   # after a CUDA build
+    python -m book_extensions records compare                # results/cpu.json vs results/cuda.json
 
 A record (``results/<device>.json``) is small, reviewable text: for every code cell
 of the book, in page order, a digest of its code (without its comments and docstrings,
@@ -346,7 +346,8 @@ def cache_dir_for(device: str, cache_root: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.records")
+    parser = argparse.ArgumentParser(prog="python -m book_extensions records", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     rec = commands.add_parser("record", help="write results/<device>.json from the execution cache")
     rec.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -391,7 +392,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(failing)} behaviour differences, "
           f"{len([d for d in differences if not d.fails])} stale or missing cells")
     return 1 if failing else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -23,7 +23,7 @@ Code, outputs and the text of inline literals are never checked as prose: what t
 is not prose.
 
 Sentences longer than :data:`LONG_SENTENCE` Han characters are a report, not a gate:
-``python -m book_extensions.typography`` lists them in the Chinese pages (``--limit``,
+``python -m book_extensions typography`` lists them in the Chinese pages (``--limit``,
 pages as arguments). A long sentence is sometimes the right one (a list that reads as one
 thought), and a gate would push writers to cut sentences at commas, which reads worse; the
 report is for the editor who decides.
@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     """Print the long sentences of the Chinese pages (or of the pages named), one a line."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.typography",
+    parser = argparse.ArgumentParser(prog="python -m book_extensions typography",
                                      description="List sentences over --limit Han characters: a report, not a gate.")
     parser.add_argument("pages", nargs="*", type=Path, help="MyST pages (default: docs/zh/*.md)")
     parser.add_argument("--limit", type=int, default=LONG_SENTENCE)
@@ -311,7 +311,3 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{page.name}:{line}: {count} Han characters: {excerpt(sentence, 50)}")
     print(f"{total} sentences over {options.limit} Han characters in {len(pages)} pages")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -8,11 +8,12 @@ copied file is still the version we copied (by digest), so that an upgrade that 
 one fails ``tests/test_upstream.py`` with the entry's name, instead of quietly breaking
 a page.
 
-    python -m book_extensions.upstream     # list them, and what has changed
+    python -m book_extensions upstream     # list them, and what has changed
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib
 import importlib.util
@@ -411,14 +412,14 @@ def problems(workarounds: list[Workaround] = WORKAROUNDS) -> list[str]:
     return found
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m book_extensions upstream", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="Exit 1 when an entry has moved (tests/test_upstream.py fails then too).")
+    parser.parse_args(argv)
     for item in WORKAROUNDS:
         print(f"- {item.where}: {item.why}.\n  Until: {item.until}.")
     found = problems()
     for line in found:
         print(f"error: {line}", file=sys.stderr)
     return 1 if found else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

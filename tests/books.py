@@ -68,7 +68,7 @@ def build_book(docs: Path, work: Path, builder: str = "html", *options: str,
     if os.environ.get("BOOK_TEST_TIER") == "unit":
         raise AssertionError(f"a unit test builds {docs}: mark it fixture (tests/conftest.py, tiers)")
     out, cache = work / "_build", cache or work / "cache"
-    command = [sys.executable, "-m", "book_extensions.tools.build", builder, "-q",
+    command = [sys.executable, "-m", "book_extensions", "build", builder, "-q",
                "--docs", str(docs), "--out", str(out), "--cache-root", str(cache), *options]
     if sphinx:
         command += ["--", *sphinx]

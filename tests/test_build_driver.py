@@ -123,7 +123,7 @@ def test_relative_paths_are_read_from_the_working_directory(tmp_path):
     docs = os.path.relpath(FIXTURES / "driver_pages" / "docs", tmp_path)
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "book_extensions.tools.build", "html", "-q", "--language", "en",
+            [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
              "--docs", docs, "--out", "out", "--cache-root", name],
             cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert result.returncode == 0, result.stdout + result.stderr
@@ -140,7 +140,7 @@ def test_an_output_folder_inside_the_docs_is_refused(tmp_path, inside):
     shutil.copytree(FIXTURES / "driver_pages" / "docs", docs)
     out = docs / inside
     build = subprocess.run(
-        [sys.executable, "-m", "book_extensions.tools.build", "html", "-q", "--language", "en",
+        [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
          "--docs", str(docs), "--out", str(out), "--cache-root", str(tmp_path / "cache")],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert build.returncode == 2
@@ -152,7 +152,7 @@ def test_an_output_folder_inside_the_docs_is_refused(tmp_path, inside):
 
 def sleeping_build(out: Path, cache: Path) -> subprocess.Popen:
     """A build whose page's second cell sleeps (tests/fixtures/timeout), once its kernel runs."""
-    command = [sys.executable, "-m", "book_extensions.tools.build", "html", "-q", "--language", "en",
+    command = [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
                "--docs", str(FIXTURES / "timeout" / "docs"), "--out", str(out), "--cache-root", str(cache)]
     build = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              start_new_session=True)

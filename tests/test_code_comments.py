@@ -230,7 +230,7 @@ def test_an_output_that_depends_on_the_comments_is_found_by_determinism(build_fi
     # show the English line number: executing the Chinese page finds it.
     build = build_fixture("code_comments_lines", "html", "--language", "en")
     assert build.returncode == 0, build.output
-    check = subprocess.run([sys.executable, "-m", "book_extensions.tools.determinism", "--docs",
+    check = subprocess.run([sys.executable, "-m", "book_extensions", "determinism", "--docs",
                             str(FIXTURES / "code_comments_lines" / "docs"), "--cache-root", str(build.cache)],
                            capture_output=True, text=True, timeout=600, cwd=FIXTURES.parent.parent)
     assert check.returncode == 1, check.stdout + check.stderr

@@ -53,7 +53,7 @@ def editions(tmp_path_factory):
     executed = {}
     for kind in ("pdf", "epub"):
         run = subprocess.run(
-            [sys.executable, "-m", "book_extensions.tools.editions", kind, "--docs", str(DOCS),
+            [sys.executable, "-m", "book_extensions", "editions", kind, "--docs", str(DOCS),
              "--out", str(first.out), "--cache-root", str(first.cache)],
             cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert run.returncode == 0, run.stdout + run.stderr
@@ -166,7 +166,7 @@ def noto_pdf(editions, tmp_path_factory):
     work = tmp_path_factory.mktemp("noto")
     env = {**os.environ, "FONTCONFIG_FILE": str(noto_only(work, files))}
     run = subprocess.run(
-        [sys.executable, "-m", "book_extensions.tools.editions", "pdf", "--language", "zh", "--docs", str(DOCS),
+        [sys.executable, "-m", "book_extensions", "editions", "pdf", "--language", "zh", "--docs", str(DOCS),
          "--out", str(work / "_build"), "--cache-root", str(build.cache)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -344,7 +344,7 @@ def test_the_real_books_editions_build_and_pass_their_checks(book):
     needs(shutil.which("java") is not None, "Java (for EPUBCheck)")
     for kind in ("pdf", "epub"):
         run = subprocess.run(
-            [sys.executable, "-m", "book_extensions.tools.editions", kind, "--out", str(book.out),
+            [sys.executable, "-m", "book_extensions", "editions", kind, "--out", str(book.out),
              "--cache-root", str(book.cache)], cwd=ROOT, capture_output=True, text=True, timeout=900)
         assert run.returncode == 0, run.stdout + run.stderr
     for code in ("en", "zh"):

@@ -203,7 +203,7 @@ def test_addresses_are_blanked_in_every_output_and_nothing_else_is(build_fixture
 
 
 def determinism(docs: Path, cache: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "book_extensions.tools.determinism", "--docs", str(docs),
+    return subprocess.run([sys.executable, "-m", "book_extensions", "determinism", "--docs", str(docs),
                            "--cache-root", str(cache)], capture_output=True, text=True, timeout=600)
 
 
@@ -233,7 +233,7 @@ def test_an_unreadable_cache_is_one_line_naming_it(tmp_path):
 
 
 def test_ctrl_c_stops_the_build_without_a_traceback(tmp_path):
-    command = [sys.executable, "-m", "book_extensions.tools.build", "html", "-q", "--language", "en",
+    command = [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
                "--docs", str(FIXTURES / "timeout" / "docs"), "--out", str(tmp_path / "_build"),
                "--cache-root", str(tmp_path / "cache")]
     # Its own process group, as a terminal's: Ctrl-C reaches the driver, Sphinx and the kernel.

@@ -76,7 +76,7 @@ def test_two_cold_builds_print_the_same(good, tmp_path):
 
 
 def test_a_second_execution_prints_the_same(good):
-    check = subprocess.run([sys.executable, "-m", "book_extensions.tools.determinism", "--docs",
+    check = subprocess.run([sys.executable, "-m", "book_extensions", "determinism", "--docs",
                             str(FIXTURES / "good" / "docs"), "--cache-root", str(good.cache)],
                            capture_output=True, text=True, timeout=600)
     assert check.returncode == 0, check.stdout + check.stderr

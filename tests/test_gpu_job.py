@@ -1,4 +1,4 @@
-"""The GPU job's offline preparation: the wheelhouse, .ci/gpu-check and the README's command.
+"""The GPU job's offline preparation: the wheelhouse, .ci/gpu-check and the maintainer's guide's command.
 
 No network: the resolution runs on fixture wheels (and once on the toolchain's installed
 metadata, which is what the pinned wheels carry); the script's Python calls are parsed,
@@ -195,8 +195,12 @@ class Parsed(Exception):
 
 
 def parsed_by_main(module_name: str, argv: list[str], monkeypatch) -> argparse.Namespace:
-    """``module.main(argv)`` as far as its argument parser: unknown flags exit 2 there."""
-    module = importlib.import_module(module_name)
+    """``module.main(argv)`` as far as its argument parser: unknown flags exit 2 there.
+
+    ``python3 -m book_extensions <verb> ...`` is the one command's main, which hands the rest of
+    the line to the verb's tool (an unknown verb exits 2 before any parser runs).
+    """
+    module = importlib.import_module("book_extensions.__main__" if module_name == "book_extensions" else module_name)
     original = argparse.ArgumentParser.parse_args
 
     def parse(self, args=None, namespace=None):
@@ -211,9 +215,8 @@ def parsed_by_main(module_name: str, argv: list[str], monkeypatch) -> argparse.N
 
 def test_every_module_the_gpu_check_runs_exists_and_accepts_its_flags(monkeypatch):
     calls = script_calls(SCRIPT.read_text())
-    modules = {call[0] for call in calls}
-    assert {"book_extensions.tools.wheelhouse", "book_extensions.tools.build", "book_extensions.records",
-            "pip"} <= modules
+    assert {call[0] for call in calls} == {"book_extensions", "pip"}  # the one command, for every tool
+    assert {"wheelhouse", "build", "gpu-checks", "records"} <= {call[1] for call in calls if call[0] == "book_extensions"}
     for module, *args in calls:
         argv = with_values(args)
         if module == "pip":
@@ -224,7 +227,7 @@ def test_every_module_the_gpu_check_runs_exists_and_accepts_its_flags(monkeypatc
             continue
         namespace = parsed_by_main(module, argv, monkeypatch)
         assert namespace is not None, f"{module} {args}"
-    build = next(args for module, *args in calls if module == "book_extensions.tools.build")
+    build = next(args[1:] for module, *args in calls if module == "book_extensions" and args[0] == "build")
     assert build[0] == "doctest" and "--language" in build  # records only: the English pages, no HTML
 
 
@@ -233,25 +236,25 @@ def test_the_script_installs_from_the_folder_the_wheelhouse_fills_and_records_it
     code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     assert "wheelhouse/" not in code  # the folder comes from the module, one definition
     calls = script_calls(text)
-    assert ["book_extensions.tools.wheelhouse", "install", "--target", '$site'] in calls
+    assert ["book_extensions", "wheelhouse", "install", "--target", '$site'] in calls
     python = wheelhouse.read_machine().python
     assert wheelhouse.folder(python) == ROOT / "wheelhouse" / "py{}{}".format(*python.split(".")[:2])
-    record = next(args for module, *args in calls if module == "book_extensions.records" and args[0] == "record")
-    compare = next(args for module, *args in calls if module == "book_extensions.records" and args[0] == "compare")
+    record = next(args[1:] for module, *args in calls if module == "book_extensions" and args[:2] == ["records", "record"])
+    compare = next(args[1:] for module, *args in calls if module == "book_extensions" and args[:2] == ["records", "compare"])
     assert record[record.index("--results") + 1] == "$out"
     assert compare[compare.index("--record") + 1] == "$out/$device.json"  # what record wrote
     assert "BOOK_CHECK_DEVICE" in text and "--device" in text
 
 
-def readme_gpu_section() -> str:
-    text = (ROOT / "README.md").read_text()
+def guide_gpu_section() -> str:
+    text = (ROOT / "CONTRIBUTING.md").read_text()
     return text[text.index("## The GPU job"):].split("\n## ", 1)[0]
 
 
-def test_the_readme_gives_the_device_command_with_the_paths_it_needs():
-    section = readme_gpu_section()
+def test_the_maintainers_guide_gives_the_device_command_with_the_paths_it_needs():
+    section = guide_gpu_section()
     device_run = re.search(r"```json\n\s*(\{[^`\n]*\"carry\"[^`\n]*\})\n\s*```", section)
-    assert device_run, "the README's GPU section gives the run call as a JSON block with its carry list"
+    assert device_run, "CONTRIBUTING.md's GPU section gives the run call as a JSON block with its carry list"
     call = json.loads(device_run.group(1))
     assert len(call["command"]) <= 2000 and ".ci/gpu-check" in call["command"]
     machine_python = wheelhouse.read_machine().python

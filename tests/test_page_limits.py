@@ -26,7 +26,7 @@ def build(docs: Path, work: Path, cache: Path, limit_s: int, **environment: str)
     whole process group is stopped after ``limit_s``: a build that hangs fails here
     instead of running on."""
     out = work / "_build"
-    command = [sys.executable, "-m", "book_extensions.tools.build", "html", "-q", "--language", "en",
+    command = [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
                "--docs", str(docs), "--out", str(out), "--cache-root", str(cache)]
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -191,7 +191,7 @@ def test_comparing_two_named_releases_fails_on_any_change(tmp_path):
         data["pages"] = {"index": [{"source": first, "outputs": ["same\n"]}, {"source": second, "outputs": [printed]}]}
         releases.record_path(tmp_path, release).write_text(json.dumps(data))
     run = lambda *args: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "book_extensions.tools.releases", "changes", "--results", str(tmp_path),
+        [sys.executable, "-m", "book_extensions", "releases", "changes", "--results", str(tmp_path),
          "--docs", str(docs), *args], capture_output=True, text=True)
     changed = run("--from", "2.15.0", "--to", "2.16.0")
     assert changed.returncode == 1

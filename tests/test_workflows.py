@@ -1,6 +1,7 @@
 """The CI workflow files are valid GitHub Actions workflows, and do what their names say."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,17 +80,59 @@ def test_each_workflow_runs_what_its_name_says():
     assert schedule and schedule[0]["cron"].count(" ") == 4  # weekly, so a release is known within a week
 
 
-def test_every_module_a_script_runs_exists_and_runs_as_a_program():
-    # A module renamed or moved must not leave a script calling the old name: Python
-    # would fail (or, for a module without __main__, do nothing and exit 0).
-    import importlib.util
-    import re
+COMMAND_CALL = re.compile(  # python -m MODULE [VERB], in a shell line or in a Python list of strings
+    r"""-m(?:\s+|["'],\s*["'])(book_extensions[\w.]*)["']?(?:(?:[ \t]+|,\s*["'])([^\s"'`,)\]]+))?""")
 
-    scripts = [ROOT / ".ci" / "run", ROOT / ".ci" / "gpu-check", ROOT / "Makefile", ROOT / "noxfile.py",
-               ROOT / "README.md", *WORKFLOWS]
-    called = {m for path in scripts for m in re.findall(r"-m[\"', ]+(book_extensions[\w.]*)", path.read_text())}
-    assert "book_extensions.tools.build" in called and "book_extensions.records" in called
-    for module in sorted(called):
-        spec = importlib.util.find_spec(module)
-        assert spec is not None, f"{module} does not exist"
-        assert 'if __name__ == "__main__":' in Path(spec.origin).read_text(), f"{module} does nothing as a program"
+
+def command_calls(text: str) -> list[tuple[str, str | None]]:
+    """Each ``-m book_extensions…`` a script runs: (module, the word after it, if one is written)."""
+    return [(found.group(1), found.group(2)) for found in COMMAND_CALL.finditer(text)]
+
+
+def test_command_calls_are_read_from_shell_and_python():
+    assert command_calls('$(PYTHON) -m book_extensions build --device $(DEVICE)\n') == [("book_extensions", "build")]
+    assert command_calls('python(session, env, "-m", "book_extensions", "records", "record")') == [
+        ("book_extensions", "records")]
+    assert command_calls('[sys.executable, "-m", "book_extensions.tools.build", "html"]') == [
+        ("book_extensions.tools.build", "html")]
+    assert command_calls('BUILD = ["-m", "book_extensions", "build"]') == [("book_extensions", "build")]
+    assert command_calls('[*python, "-m", "book_extensions", verb]') == [("book_extensions", None)]
+    assert command_calls("`python -m book_extensions --help` lists") == [("book_extensions", "--help")]
+
+
+SCRIPTS = [ROOT / ".ci" / "run", ROOT / ".ci" / "gpu-check", ROOT / "Makefile", ROOT / "noxfile.py",
+           ROOT / "README.md", ROOT / "CONTRIBUTING.md", *WORKFLOWS]
+
+
+def test_every_verb_a_script_runs_is_a_verb_of_the_one_command():
+    # A tool renamed or moved must not leave a script calling the old name: Python would fail,
+    # or, for a module without a program of its own, do nothing and exit 0. Every tool is a verb
+    # of ``python -m book_extensions``; its programs and tests call it that way too.
+    from book_extensions.__main__ import VERBS
+
+    python = sorted((ROOT / "book_extensions").rglob("*.py")) + sorted((ROOT / "tests").glob("*.py"))
+    python.remove(Path(__file__).resolve())  # this file's examples of wrong calls are on purpose
+    wrong, verbs = [], set()
+    for path in [*SCRIPTS, *python]:
+        for module, word in command_calls(path.read_text(encoding="utf8")):
+            where = path.relative_to(ROOT)
+            if module != "book_extensions":
+                wrong.append(f"{where}: runs -m {module}: call python -m book_extensions <verb> instead")
+            elif word is None:
+                if path.suffix != ".py":  # a Python list may take the verb from a variable
+                    wrong.append(f"{where}: runs python -m book_extensions without a verb")
+            elif word in ("-h", "--help") or (word.startswith("<") and word.endswith(">")):
+                continue  # the list of verbs, or a placeholder in prose
+            elif word not in VERBS:
+                wrong.append(f"{where}: runs python -m book_extensions {word}: no such verb")
+            else:
+                verbs.add(word)
+    assert not wrong, "\n".join(wrong)
+    assert {"build", "records", "wheelhouse", "gpu-checks"} <= verbs
+
+
+def test_no_module_but_the_one_command_runs_as_a_program():
+    main = re.compile(r"""__name__\s*==\s*["']__main__["']""")
+    programs = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "book_extensions").rglob("*.py"))
+                if main.search(path.read_text(encoding="utf8"))]
+    assert programs == ["book_extensions/__main__.py"]

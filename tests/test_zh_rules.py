@@ -5,7 +5,7 @@
   rephrased; checked in headings (page titles), captions, notes, link texts and the site's
   interface strings, never in code;
 - CJK text in code font, and a chapter or section named as plain quoted text, fail the zh build;
-- sentences over 120 Han characters are a report (python -m book_extensions.typography);
+- sentences over 120 Han characters are a report (python -m book_extensions typography);
 - the glossary's term table speaks the page's language, and the interface strings read well:
   one title separator, the site's title once, no "© 版权所有".
 """

@@ -1,6 +1,6 @@
 """Benchmark the build: how long it takes and how many pages it executes.
 
-    python -m book_extensions.tools.bench
+    python -m book_extensions bench
 
 On a copy of docs/ and examples/ (with its own output and an empty execution cache, so your
 cache and _build/ are untouched), builds both languages four times:
@@ -19,6 +19,7 @@ exactly one page.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -36,7 +37,7 @@ CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 
 
 def build(work: Path) -> tuple[float, dict[str, list[str]], int]:
-    command = [sys.executable, "-m", "book_extensions.tools.build", "html", "-q",
+    command = [sys.executable, "-m", "book_extensions", "build", "html", "-q",
                "--docs", str(work / "docs"), "--out", str(work / "_build"),
                "--cache-root", str(work / "cache")]
     started = time.perf_counter()
@@ -69,7 +70,10 @@ def edit_code(path: Path) -> None:
     path.write_text(text[:cell_end] + "_bench_edit = 1\n" + text[cell_end:], encoding="utf8")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m book_extensions bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args(argv)
     languages = [lang["code"] for lang in book_languages(ROOT)]
     with tempfile.TemporaryDirectory(prefix="book-bench-") as tmp:
         work = Path(tmp)
@@ -94,7 +98,3 @@ def main() -> int:
             print(f"{name:<52} {took:>8.1f}  {counts}" + ("   (build FAILED)" if rc else ""), flush=True)
     print(f"no-change rebuild / cold build: {times[1] / times[0]:.3f}x (target: at most {NO_CHANGE_TARGET:.2f}x)")
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

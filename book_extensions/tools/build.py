@@ -1,7 +1,7 @@
 """Build the book: every language, one after the other, with one Sphinx builder.
 
-    python -m book_extensions.tools.build html --device cpu
-    python -m book_extensions.tools.build doctest
+    python -m book_extensions build html --device cpu
+    python -m book_extensions build doctest
 
 Everything goes under ``<out>/<device>/``, so a CUDA build never mixes with a CPU one:
 ``doctrees/<language>/`` (shared by every builder), ``html/`` (the published site: one
@@ -109,7 +109,8 @@ def sphinx_command(args, language: dict, docs: Path, out: Path, fresh: bool = Fa
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.build", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m book_extensions build", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("builder", nargs="?", default="html", help="Sphinx builder (html, doctest, ...)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--language", action="append", dest="languages", metavar="CODE",
@@ -491,7 +492,3 @@ def build_languages(args: argparse.Namespace, languages: list[dict], stop: Stop)
                 print(f"The site root (language chooser, 404, robots.txt) is not written: {problem}")
         print(f"The book is built. Open {(device_dir / 'html' / 'index.html').as_uri()}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

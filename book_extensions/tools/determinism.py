@@ -1,6 +1,6 @@
 """Two executions of the book print the same: finds cells whose output changes from run to run.
 
-    python -m book_extensions.tools.determinism [--docs docs] [--cache-root .jupyter_cache]
+    python -m book_extensions determinism [--docs docs] [--cache-root .jupyter_cache]
 
 A page served from the cache hides a cell that prints the time, an unseeded random
 number or a set's order: its output was right once, and the next cold build differs.
@@ -99,8 +99,8 @@ def check(docs: Path, cache_root: Path, timeout: int) -> tuple[int, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.determinism",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m book_extensions determinism", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=Path, default=ROOT / "docs")
     parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
     args = parser.parse_args(argv)
@@ -114,7 +114,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {line}", file=sys.stderr)
     print(f"{cells} code cells executed twice: {len(found)} printed differently")
     return 1 if found else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

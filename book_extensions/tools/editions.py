@@ -1,7 +1,7 @@
 """The offline editions: the whole book as one PDF or one EPUB per language.
 
-    python -m book_extensions.tools.editions pdf  [--device cpu] [--language zh] ...
-    python -m book_extensions.tools.editions epub
+    python -m book_extensions editions pdf  [--device cpu] [--language zh] ...
+    python -m book_extensions editions epub
 
 Both take the book's outputs from the execution cache the HTML build filled, so they
 execute nothing after it. They write ``<out>/<device>/offline/<language>/<slug>-<language>.pdf``
@@ -36,7 +36,8 @@ from . import build
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.editions", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m book_extensions editions", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kind", choices=("pdf", "epub"))
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--language", action="append", dest="languages", metavar="CODE")
@@ -405,7 +406,3 @@ def make_epub(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     return make_pdf(args) if args.kind == "pdf" else make_epub(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

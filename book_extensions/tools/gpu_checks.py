@@ -1,6 +1,6 @@
 """What the book's checks found in a run of ``.ci/gpu-check``, judged against the CPU's on the same torch.
 
-    python -m book_extensions.tools.gpu_checks --log build.log --doctest output.txt \
+    python -m book_extensions gpu-checks --log build.log --doctest output.txt \
         --write checks.txt [--torch 2.11.0+cu130]
 
 The pages' expected errors and doctests are written for the pinned torch: on another release
@@ -9,7 +9,7 @@ So a run on the GPU machine's torch is judged like its outputs, against the CPU 
 release: each finding becomes one line that names no device and no line number (the page, the
 code cell or the doctest example, the kind), and the set must equal
 ``results/cpu-torch-<release>-checks.txt``, written by the CPU rehearsal of that release
-(``.ci/gpu-check --device cpu``, README "The GPU job"). On the pinned release it must be empty.
+(``.ci/gpu-check --device cpu``, CONTRIBUTING.md, "The GPU job"). On the pinned release it must be empty.
 Exit 0 when it agrees, 1 with the differences, 2 when there is nothing to compare with.
 """
 
@@ -51,8 +51,8 @@ def expected_path(results: Path, version: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.gpu_checks",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m book_extensions gpu-checks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--log", type=Path, required=True, help="the build's output")
     parser.add_argument("--doctest", type=Path, required=True, help="the doctest builder's output.txt")
     parser.add_argument("--write", type=Path, required=True, help="where the findings go, one a line")
@@ -89,7 +89,3 @@ def main(argv: list[str] | None = None) -> int:
     for line in missing:
         print(f"  only on the CPU: {line}")
     return 1 if missing or extra else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

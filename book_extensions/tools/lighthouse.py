@@ -1,6 +1,6 @@
 """Lighthouse's four scores for every page of the built site, on a phone, served like GitHub Pages.
 
-    python -m book_extensions.tools.lighthouse [SITE] [--page GLOB]
+    python -m book_extensions lighthouse [SITE] [--page GLOB]
 
 Serves a built site (default ``_build/cpu/html``) on 127.0.0.1 the way GitHub Pages
 serves it (text files gzip-compressed, ``Cache-Control: max-age=600``) and runs
@@ -224,9 +224,9 @@ def report(found: list[Scores]) -> list[str]:
     return lines
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.lighthouse",
-                                     description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m book_extensions lighthouse", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("site", nargs="?", type=Path, default=ROOT / "_build" / "cpu" / "html")
     parser.add_argument("--page", default="*", help="glob over <language>/<page>.html (default: every page)")
     args = parser.parse_args(argv)
@@ -253,7 +253,3 @@ def main(argv: list[str]) -> int:
     print("\n".join(lines))
     print(f"{len(found)} page{'s' * (len(found) != 1)} in {time.monotonic() - started:.0f} s")
     return 1 if any(scores.problems() for scores in found) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,9 +1,9 @@
 """Record the book under the installed torch release, and say what changed between releases.
 
-    python -m book_extensions.tools.releases record     # in a release's environment (nox -s versions)
-    python -m book_extensions.tools.releases changes    # every consecutive pair of recorded releases
-    python -m book_extensions.tools.releases changes --from 2.15.0 --to 2.16.0   # fails on any change
-    python -m book_extensions.tools.releases check      # the whole book on this torch (nox -s newest-torch)
+    python -m book_extensions releases record     # in a release's environment (nox -s versions)
+    python -m book_extensions releases changes    # every consecutive pair of recorded releases
+    python -m book_extensions releases changes --from 2.15.0 --to 2.16.0   # fails on any change
+    python -m book_extensions releases check      # the whole book on this torch (nox -s newest-torch)
 
 ``record`` executes every page the cache of this release's environment
 (:mod:`.toolchain`) does not hold yet, as the build does, and writes
@@ -108,7 +108,7 @@ def check(results: Path, docs: Path, cache_root: Path, pinned: str) -> int:
     out = ROOT / "_build" / f"torch-{release}"
 
     def build(builder: str) -> int:
-        return subprocess.run([sys.executable, "-m", "book_extensions.tools.build", builder, "-q", "--docs", str(docs),
+        return subprocess.run([sys.executable, "-m", "book_extensions", "build", builder, "-q", "--docs", str(docs),
                                "--out", str(out), "--cache-root", str(cache_root)]).returncode
 
     steps = {"html build (every gate)": build("html"), "doctests": build("doctest")}
@@ -122,7 +122,8 @@ def check(results: Path, docs: Path, cache_root: Path, pinned: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.releases")
+    parser = argparse.ArgumentParser(prog="python -m book_extensions releases", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     rec = commands.add_parser("record", help="execute the book under the installed torch and record it")
     rec.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
@@ -158,7 +159,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # Comparing two named releases is the check before a torch upgrade: any change fails it.
     return 1 if args.old and total else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

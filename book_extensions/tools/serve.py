@@ -1,6 +1,6 @@
 """Live preview of one language: rebuild on save, reload the browser.
 
-    python -m book_extensions.tools.serve [en|zh] [--device cpu] [--port 8000]
+    python -m book_extensions serve [en|zh] [--device cpu] [--port 8000]
 
 Runs sphinx-autobuild with the same Sphinx options as the real build, so what
 you preview is what ``nox -s docs`` publishes (warnings show, but don't stop it).
@@ -17,7 +17,8 @@ from .build import parse_args as build_args
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.serve")
+    parser = argparse.ArgumentParser(prog="python -m book_extensions serve", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("language", nargs="?", help="a language of conf.py (default: the first)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--port", default="8000")
@@ -37,7 +38,3 @@ def main(argv: list[str] | None = None) -> int:
         "--ignore", "*.jupyter_cache*", "--ignore", "*/jupyter_execute/*",
     ]
     os.execv(sys.executable, autobuild)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """The book's Python environments: one per torch release, created once, shared by every session.
 
-    python3 -m book_extensions.tools.toolchain              # the pinned release: prints its python
-    python3 -m book_extensions.tools.toolchain 2.13.0       # another release, same pins otherwise
+    python3 -m book_extensions toolchain              # the pinned release: prints its python
+    python3 -m book_extensions toolchain 2.13.0       # another release, same pins otherwise
 
 PyPI's Linux torch wheel brings several GB of CUDA libraries, so nox sessions do not
 each get a copy: they all run in ``.toolchain/torch-<release>/``. Each environment holds
@@ -17,6 +17,7 @@ Standard library only: the noxfile imports this before any environment exists.
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import hashlib
 import os
@@ -184,15 +185,14 @@ def ensure(release: str | None = None, quiet: bool = True, log=print) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m book_extensions toolchain", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("release", nargs="?", help="a torch release, such as 2.13.0 (default: the one requirements.txt pins)")
+    args = parser.parse_args(argv)
     try:
-        env = ensure(args[0] if args else None, quiet=False, log=lambda m: print(m, file=sys.stderr))
+        env = ensure(args.release, quiet=False, log=lambda m: print(m, file=sys.stderr))
     except ToolchainError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(python_of(env))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

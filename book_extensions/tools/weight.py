@@ -1,6 +1,6 @@
 """Benchmark what a reader's phone downloads: bytes, requests and first contentful paint.
 
-    python -m book_extensions.tools.weight [SITE] [--page GLOB] [--no-throttle] [--requests]
+    python -m book_extensions weight [SITE] [--page GLOB] [--no-throttle] [--requests]
 
 Serves a built site (default ``_build/cpu/html``) on 127.0.0.1 and opens every page of
 every language at 375 px in a fresh Chromium context (nothing cached), under the
@@ -136,8 +136,9 @@ def report(found: list[Load], requests: bool = False) -> None:
               f"most {max(counts)}; FCP median {statistics.median(fcps):.0f} ms, slowest {max(fcps):.0f} ms")
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.weight", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m book_extensions weight", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("site", nargs="?", type=Path, default=ROOT / "_build" / "cpu" / "html")
     parser.add_argument("--page", default="*", help="glob over <language>/<page>.html (default: every page)")
     parser.add_argument("--no-throttle", action="store_true", help="full speed: bytes only mean anything then")
@@ -157,7 +158,3 @@ def main(argv: list[str]) -> int:
         return 2
     report(found, args.requests)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,9 +1,9 @@
 """The wheels a records-only run on the GPU machine needs and that machine lacks.
 
-    python -m book_extensions.tools.wheelhouse download                # wheelhouse/py312/ (the GPU machine's Python)
-    python -m book_extensions.tools.wheelhouse download --python 3.11  # wheelhouse/py311/: the rehearsal here
-    python -m book_extensions.tools.wheelhouse install --target DIR    # there: this Python's wheels into DIR
-    python -m book_extensions.tools.wheelhouse folder                  # the folder this Python installs from
+    python -m book_extensions wheelhouse download                # wheelhouse/py312/ (the GPU machine's Python)
+    python -m book_extensions wheelhouse download --python 3.11  # wheelhouse/py311/: the rehearsal here
+    python -m book_extensions wheelhouse install --target DIR    # there: this Python's wheels into DIR
+    python -m book_extensions wheelhouse folder                  # the folder this Python installs from
 
 The GPU machine (``.ci/gpu-machine.txt``: its Python and the packages it has) has no network
 and no Sphinx; ``.ci/gpu-check`` runs there with its own CUDA torch and these wheels on
@@ -318,8 +318,8 @@ def unmet(target: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m book_extensions.tools.wheelhouse",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m book_extensions wheelhouse", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     down = commands.add_parser("download", help="download the wheels for the GPU machine's Python (or --python)")
     down.add_argument("--python", help="X.Y: the Python to download for (default: the one .ci/gpu-machine.txt names)")
@@ -344,7 +344,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

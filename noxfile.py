@@ -166,8 +166,9 @@ def newest_torch(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (pytest); arguments go to pytest."""
-    python(session, environment(session), "-m", "pytest", *session.posargs)
+    """The test suite on every core (pytest-xdist), all tiers but the scheduled one; arguments
+    go to pytest: ``-- -m unit`` for the tier without builds, ``-- -m scheduled`` for that one."""
+    python(session, environment(session), "-m", "pytest", "-n", "auto", *session.posargs)
 
 
 @nox.session
@@ -207,5 +208,5 @@ def lighthouse(session: nox.Session) -> None:
     """Lighthouse's performance, accessibility, best-practices and SEO scores of every page of the
     built site (run `docs` first), mobile preset, served gzip-compressed like GitHub Pages; fails
     when a page scores below 100 in the last three. `nox -s lighthouse -- --page 'zh/*'` scores some
-    pages. Needs Lighthouse in .tools/lighthouse/ (.ci/run installs it)."""
+    pages. Needs Lighthouse in .tools/lighthouse/ (.ci/tools installs it)."""
     python(session, environment(session), "-m", "book_extensions", "lighthouse", *session.posargs)

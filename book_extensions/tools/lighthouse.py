@@ -5,7 +5,7 @@
 Serves a built site (default ``_build/cpu/html``) on 127.0.0.1 the way GitHub Pages
 serves it (text files gzip-compressed, ``Cache-Control: max-age=600``) and runs
 Lighthouse (pinned below, installed from the npm registry into ``.tools/lighthouse/``
-by ``.ci/run``) on every page of every language, one after the other, with its default
+by ``.ci/tools``) on every page of every language, one after the other, with its default
 mobile preset: a phone's screen and Lighthouse's simulated slow 4G and 4x slower CPU.
 Lighthouse drives the Chromium of the browser tests, with their flags.
 
@@ -110,7 +110,7 @@ def lighthouse_command() -> list[str]:
     """``node <lighthouse's CLI>``, after checking that the pinned release is installed."""
     package = INSTALL / "node_modules" / "lighthouse" / "package.json"
     if not package.is_file():
-        raise LighthouseError(f"Lighthouse is not installed in {INSTALL}: run `{INSTALL_COMMAND}` (.ci/run does)")
+        raise LighthouseError(f"Lighthouse is not installed in {INSTALL}: run `{INSTALL_COMMAND}` (.ci/tools does)")
     installed = json.loads(package.read_text(encoding="utf8"))["version"]
     if installed != VERSION:
         raise LighthouseError(f"{INSTALL} holds Lighthouse {installed}, not the pinned {VERSION}: "

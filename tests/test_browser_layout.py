@@ -50,26 +50,27 @@ MEASURE = """() => {
 }"""
 
 
+# The tests that read the survey run on one worker, which sweeps each language and width once.
+SURVEYED = pytest.mark.xdist_group("layout-survey")
+
+
 def pages(book, language: str) -> list[str]:
     skip = {"genindex.html", "search.html"}
     return sorted(p.name for p in (book.site() / language).glob("*.html") if p.name not in skip)
 
 
+@SURVEYED
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_code_stays_whole_and_messages_wrap(browser, site, book, language, width):
-    context = browser.new_context(base_url=site, viewport={"width": width, "height": 900})
-    page = context.new_page()
     problems, messages = [], 0
-    for name in pages(book, language):
-        visit(page, f"/{language}/{name}")
-        found = page.evaluate(MEASURE)
+    for name, surveyed in survey(browser, site, book, language, width).items():
+        found = surveyed["measure"]
         messages += found["messages"]
         for key in ("brokenInTables", "brokenWords", "scrolling"):
             problems += [(name, key, item) for item in found[key]]
         if found["pageWidth"] > width:
             problems.append((name, "page scrolls sideways", found["pageWidth"]))
-    context.close()
     assert messages > 50  # the check saw the book's errors, warnings and doctests
     assert problems == []
 
@@ -221,20 +222,22 @@ _SURVEYS: dict = {}
 
 
 def survey(browser, site, book, language: str, width: int) -> dict[str, dict]:
-    """SURVEY of every page at one width, measured once per test session."""
-    key = (site, language, width)
+    """SURVEY of every page at one width, and MEASURE as "measure", from one visit of each
+    page, measured once per test session (per worker: the tests that read it share a group)."""
+    key = (language, width)
     if key not in _SURVEYS:
         context = browser.new_context(base_url=site, viewport={"width": width, "height": 900})
         page = context.new_page()
         found = {}
         for name in pages(book, language):
             visit(page, f"/{language}/{name}")
-            found[name] = page.evaluate(SURVEY, language)
+            found[name] = {**page.evaluate(SURVEY, language), "measure": page.evaluate(MEASURE)}
         context.close()
         _SURVEYS[key] = found
     return _SURVEYS[key]
 
 
+@SURVEYED
 @pytest.mark.parametrize("width", ALL_WIDTHS)
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_tables_read_without_scrolling_sideways(browser, site, book, language, width):
@@ -270,6 +273,7 @@ def test_tables_are_still_tables_to_a_screen_reader(browser, site):
     context.close()
 
 
+@SURVEYED
 @pytest.mark.parametrize("width", ALL_WIDTHS)
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_printed_text_breaks_only_between_tokens(browser, site, book, language, width):
@@ -320,6 +324,7 @@ def test_doctests_have_a_copy_button_for_their_input(page, language):
     assert page.problems == []
 
 
+@SURVEYED
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_doctest_lines_that_wrap_hang_under_their_code(browser, site, book, language):
     """On a phone a long doctest line wraps, and its continuation starts right of the
@@ -329,6 +334,7 @@ def test_doctest_lines_that_wrap_hang_under_their_code(browser, site, book, lang
     assert [(name, h["line"], round(h["hang"])) for name, h in hangs if h["hang"] < 1.9 * h["ch"]] == []
 
 
+@SURVEYED
 @pytest.mark.parametrize("width", ALL_WIDTHS)
 def test_no_chinese_line_starts_with_closing_punctuation(browser, site, book, width):
     found = survey(browser, site, book, "zh", width)

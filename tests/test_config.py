@@ -1,5 +1,5 @@
 """The book's settings are checked before anything runs, page sources are plain UTF-8, and
-every address made from a page name is percent-encoded (book_extensions/config.py)."""
+every address made from a page name is percent-encoded (book_extensions/configuration/settings.py)."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_sphinx_build_run_by_hand_checks_the_settings_too(tmp_path):
 def test_every_setting_the_extensions_register_is_declared_and_checked_in_one_place():
     from dataclasses import fields
 
-    from book_extensions.config import BookConfig
+    from book_extensions.configuration.settings import BookConfig
 
     declared = {f.name for f in fields(BookConfig)}
     registered = {name for path in (ROOT / "book_extensions").rglob("*.py")

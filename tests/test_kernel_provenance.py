@@ -29,7 +29,8 @@ def test_a_stub_torch_on_pythonpath_is_refused_in_one_line_and_nothing_is_cached
     monkeypatch.setenv("PYTHONPATH", str(stub))
     build = build_book(FIXTURE, tmp_path, "html", "--language", "en")
     assert build.returncode != 0, build.output
-    from book_extensions.execution.cache_key import shown, toolchain
+    from book_extensions.execution.cache_key import toolchain
+    from book_extensions.paths import shown
 
     assert build.output.strip() == (
         f"error: the pages' kernel imports torch 9.9.9 from {stub / 'torch'}, not the toolchain's torch "

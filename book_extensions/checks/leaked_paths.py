@@ -30,9 +30,9 @@ from urllib.parse import quote
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-logger = logging.getLogger(__name__)
+from ..paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+logger = logging.getLogger(__name__)
 
 # A folder's name ends where a path's name characters end: "/tmp" is in "/tmp/x" and
 # "/tmp." (the end of a sentence), not in "/tmpfs" or "/tmp.d".

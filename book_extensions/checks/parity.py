@@ -96,7 +96,7 @@ def read_page(path: Path) -> Page:
     return Page(metadata, code_cells, headings, labels, blocks, titles)
 
 
-def shown(anchor: str | None) -> str:
+def shown_anchor(anchor: str | None) -> str:
     return f"#{anchor}" if anchor else "no id of its own (a number: #id1, #id2…)"
 
 
@@ -129,8 +129,8 @@ def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
         if (mine is None) != (theirs is None):
             return f"heading {number} has a (label)= right above it in one language only"
         if mine != theirs or mine == "":
-            return (f"heading {number} \"{page.titles[number - 1][0]}\" has no label and gets {shown(mine)}, "
-                    f"{ref_name}'s \"{reference.titles[number - 1][0]}\" gets {shown(theirs)}: "
+            return (f"heading {number} \"{page.titles[number - 1][0]}\" has no label and gets {shown_anchor(mine)}, "
+                    f"{ref_name}'s \"{reference.titles[number - 1][0]}\" gets {shown_anchor(theirs)}: "
                     f"put the same (label)= above it in both languages")
     if page.checked_blocks != reference.checked_blocks:
         return f"its doctest blocks differ from {ref_name}'s"

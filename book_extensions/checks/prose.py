@@ -33,6 +33,8 @@ from sphinx.errors import ConfigError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from ..paths import PACKAGE, ROOT
+
 logger = logging.getLogger(__name__)
 
 # "torch 2.13", "PyTorch 2.x", "torch==2.15.0", "2.13 版", "release 2.14.1".
@@ -355,11 +357,11 @@ def interface_texts(app: Sphinx) -> list[tuple[str, str]]:
     found = [("conf.py (book_languages: project)", app.config.project)]
     if app.config.html_title and app.config.html_title != app.config.project:
         found.append(("conf.py (html_title)", app.config.html_title))
-    folder = Path(__file__).parents[1] / "locale" / app.config.language / "LC_MESSAGES"
+    folder = PACKAGE / "locale" / app.config.language / "LC_MESSAGES"
     for po in sorted(folder.glob("*.po")):
         with po.open("rb") as file:
             catalog = read_po(file)
-        found += [(f"{po.relative_to(Path(__file__).parents[2])}:{message.lineno}", message.string)
+        found += [(f"{po.relative_to(ROOT)}:{message.lineno}", message.string)
                   for message in catalog if message.id and isinstance(message.string, str) and message.string]
     return found
 

@@ -41,6 +41,7 @@ from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 from ..configuration.languages import current_language
+from ..paths import ROOT
 
 logger = logging.getLogger(__name__)
 
@@ -303,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pages", nargs="*", type=Path, help="MyST pages (default: docs/zh/*.md)")
     parser.add_argument("--limit", type=int, default=LONG_SENTENCE)
     options = parser.parse_args(argv)
-    pages = options.pages or sorted((Path(__file__).parents[2] / "docs" / "zh").glob("*.md"))
+    pages = options.pages or sorted((ROOT / "docs" / "zh").glob("*.md"))
     total = 0
     for page in pages:
         for line, count, sentence in long_sentences(page.read_text(encoding="utf8"), options.limit):

@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 
 from ..execution.page_execution import EXECUTIONS_FILE
-from .build import ROOT, book_languages
+from ..paths import ROOT
+from .build import book_languages
 
 NO_CHANGE_TARGET = 0.10  # issue 21: a no-change rebuild of both languages, as a share of a cold build
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)

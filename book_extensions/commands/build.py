@@ -63,12 +63,11 @@ from pathlib import Path
 from ..configuration import settings
 from ..configuration.settings import book_config, book_languages, reference_language  # noqa: F401  (the tools import them from here)
 from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache
+from ..paths import PACKAGE, ROOT
 from . import publish
 
-ROOT = Path(__file__).resolve().parents[2]
-EXTENSIONS = Path(__file__).resolve().parents[1]  # book_extensions/: the code of every build
 NOTE = "book-last-build.json"  # beside each language's doctrees: its last successful build
-EXECUTIONS_FILE = "book-executions.json"  # execution.EXECUTIONS_FILE (importing it loads Sphinx)
+EXECUTIONS_FILE = "book-executions.json"  # execution/page_execution.py's (importing it loads Sphinx)
 # Environment variables that change what a build or its kernels do.
 ENVIRONMENT = ("PYTHON", "JUPYTER", "IPYTHON", "BOOK_", "SPHINX", "SOURCE_DATE_EPOCH", "TZ", "LANG", "LC_",
                "OMP_", "MKL_", "TORCH_", "PYTORCH_", "CUDA_")
@@ -157,7 +156,7 @@ def code_digest(args: argparse.Namespace, language: dict) -> str:
     """What every page of a language depends on, beyond the page: the extensions' code,
     conf.py, the Python and its packages, the settings. A change reads every page again."""
     digest = hashlib.sha256()
-    add_files(digest, EXTENSIONS)
+    add_files(digest, PACKAGE)  # book_extensions/: the code of every build
     add_files(digest, args.confdir, "conf.py")
     # What the extensions read besides the pages (term lists, search words, typography rules)
     # and the examples pages load: a stricter rule or an edited example must reach every page.

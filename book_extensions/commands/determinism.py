@@ -25,17 +25,9 @@ from pathlib import Path
 
 from ..configuration.settings import book_languages, read, reference_language
 from ..execution.cache_key import cache_dir
+from ..paths import ROOT, shown
 from ..records import cell_records, release_changes
 from ..records.release_records import execute_missing
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def shown(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def differences(first: dict, second: dict, docs: Path, ran: dict[str, tuple[str, str]] | None = None) -> list[str]:
@@ -47,11 +39,12 @@ def differences(first: dict, second: dict, docs: Path, ran: dict[str, tuple[str,
         for number, (a, b) in enumerate(zip(cells, second["pages"].get(page, [])), start=1):
             if a["outputs"] != b["outputs"]:
                 left, right = release_changes.excerpt(" | ".join(a["outputs"]), " | ".join(b["outputs"]))
+                page_one, page_two = (shown(docs / language / f"{page}.md", Path.cwd()) for language in (one, two))
                 if one == two:
-                    found.append(f"{shown(docs / one / f'{page}.md')}: code cell {number} printed differently in two "
+                    found.append(f"{page_one}: code cell {number} printed differently in two "
                                  f"executions: {left!r} then {right!r}; seed it, sort it, or print less")
                     continue
-                found.append(f"{shown(docs / one / f'{page}.md')} and {shown(docs / two / f'{page}.md')}: code cell "
+                found.append(f"{page_one} and {page_two}: code cell "
                              f"{number} printed differently in two executions, one of each page: {left!r} then "
                              f"{right!r}; print nothing that the comments change (a line number, a docstring), "
                              "and seed it, sort it, or print less")

@@ -20,9 +20,9 @@ import re
 import sys
 from pathlib import Path
 
+from ..paths import ROOT
 from .toolchain import pinned_torch
 
-ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # "/…/docs/en/detach.md:23: WARNING: code cell 1 was expected … [book.expect_error]"
 WARNING = re.compile(r"(?:^|/)docs/(?P<page>[^:\s]+\.md):\d+: WARNING: (?P<cell>code cell \d+)?.*\[(?P<kind>[\w.]+)\]\s*$")

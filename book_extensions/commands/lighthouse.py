@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from .build import ROOT
+from ..paths import ROOT
 from .chromium import CHROMIUM_FLAGS, QuietHandler, chromium_path
 
 # Lighthouse 13 needs Node 22.19; Debian's and GitHub's runners' Node is 20, so the last 12.x.

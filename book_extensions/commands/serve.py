@@ -12,7 +12,8 @@ import argparse
 import os
 import sys
 
-from .build import ROOT, book_languages, sphinx_command
+from ..paths import ROOT
+from .build import book_languages, sphinx_command
 from .build import parse_args as build_args
 
 

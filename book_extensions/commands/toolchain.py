@@ -28,7 +28,8 @@ import venv
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..paths import ROOT, shown
+
 REQUIREMENTS = ROOT / "requirements.txt"
 HOME = ROOT / ".toolchain"
 STAMP = "book-pins.sha256"
@@ -89,10 +90,6 @@ def in_sync(env: Path, digest: str) -> bool:
     return python_of(env).exists() and stamp.exists() and stamp.read_text().strip() == digest
 
 
-def shown(path: Path) -> str:
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-
-
 @contextmanager
 def locked(env: Path, log):
     """One session at a time creates or updates an environment; another waits, saying so.
@@ -104,7 +101,7 @@ def locked(env: Path, log):
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            log(f"waiting for {shown(env)}/: another session is creating or updating it")
+            log(f"waiting for {shown(env, ROOT)}/: another session is creating or updating it")
             fcntl.flock(handle, fcntl.LOCK_EX)
         yield
 
@@ -143,11 +140,11 @@ def remove_dropped(env: Path, dropped: set[str], quiet: bool, log) -> None:
             removable.append(fields["Name"])
     if not removable:
         return
-    log(f"removing {', '.join(removable)} from {shown(env)}/: requirements.txt no longer names them")
+    log(f"removing {', '.join(removable)} from {shown(env, ROOT)}/: requirements.txt no longer names them")
     result = subprocess.run([str(python_of(env)), "-m", "pip", "uninstall", "-y", *(["-q"] if quiet else []),
                              *removable], env=pip_environment(env / "book-pins.txt"))
     if result.returncode != 0:
-        raise ToolchainError(f"pip could not uninstall {', '.join(removable)} from {shown(env)}; "
+        raise ToolchainError(f"pip could not uninstall {', '.join(removable)} from {shown(env, ROOT)}; "
                              "see pip's message above")
 
 
@@ -163,7 +160,7 @@ def ensure(release: str | None = None, quiet: bool = True, log=print) -> Path:
         if in_sync(env, digest):  # made by the session this one waited for
             return env
         if not python_of(env).exists():
-            log(f"creating the torch {release} environment in {shown(env)}/ (the first time only)")
+            log(f"creating the torch {release} environment in {shown(env, ROOT)}/ (the first time only)")
             venv.create(env, with_pip=True, clear=True)
         (env / STAMP).unlink(missing_ok=True)
         # The pins it was last installed from (book-pins.txt) stay in the environment, so that

@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .build import ROOT
+from ..paths import ROOT
 from .chromium import CHROMIUM_FLAGS, chromium_path, serve
 
 # Issue 20's phone: a 375 px screen on a slow mobile network and a slow CPU.

@@ -34,9 +34,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..paths import ROOT, shown
 from .toolchain import normalised, pip_environment
 
-ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements.txt"
 MACHINE = ROOT / ".ci" / "gpu-machine.txt"
 HOME = ROOT / "wheelhouse"
@@ -273,10 +273,6 @@ def make(python: str, dest: Path, pins: dict[str, str], machine: dict, roots: It
         raise WheelhouseError(f"{shown(dest)} holds {size / 1e6:.2f} MB of wheels, over the {limit / 1e6:g} MB "
                               "that may travel to the GPU machine")
     return sorted(kept)
-
-
-def shown(path: Path) -> str:
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def install(target: Path, source: Path) -> int:

@@ -27,13 +27,13 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
+from ..paths import PACKAGE
 from ..site import search
 from . import messages
 from .messages import message
 
 logger = logging.getLogger(__name__)
 
-PACKAGE = Path(__file__).parents[1]
 
 
 def current_language(config: Config) -> dict:

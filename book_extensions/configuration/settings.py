@@ -27,8 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-PACKAGE = Path(__file__).parents[1]
-ROOT = PACKAGE.parent
+from ..paths import PACKAGE, ROOT, shown
 
 
 class BookConfigError(Exception):
@@ -213,13 +212,6 @@ def checked(values: Mapping[str, Any], source: Callable[[str], str]) -> BookConf
 
 # --- conf.py, read by the driver and the tools ----------------------------------------
 
-def shown(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return str(path)
-
-
 def override_pairs(sphinx_args: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """The ``-D name=value`` (``--define``) settings among sphinx-build's arguments."""
     pairs, args = [], iter(sphinx_args)
@@ -250,11 +242,11 @@ def read_resolved(confdir: Path, overrides: tuple[tuple[str, str], ...]) -> Book
 
     path = Path(confdir, "conf.py")
     if not path.is_file():
-        raise BookConfigError([f"{shown(path)}: no such file (--confdir names the folder of the book's conf.py)"])
+        raise BookConfigError([f"{shown(path, Path.cwd())}: no such file (--confdir names the folder of the book's conf.py)"])
     try:
         namespace = eval_config_file(path, Tags())
     except ConfigError as error:
-        raise BookConfigError([f"{shown(path)}: {str(error).strip().splitlines()[-1]}"]) from None
+        raise BookConfigError([f"{shown(path, Path.cwd())}: {str(error).strip().splitlines()[-1]}"]) from None
     types = {f.name: f.metadata["types"] for f in fields(BookConfig)}
     given = dict(overrides)
     for name, value in given.items():
@@ -263,7 +255,7 @@ def read_resolved(confdir: Path, overrides: tuple[tuple[str, str], ...]) -> Book
             namespace[name] = int(value) if re.fullmatch(r"-?\d+", value) else value
         elif name in types:
             namespace[name] = value
-    return checked(namespace, lambda name: f"-D {name}={given[name]}" if name in given else shown(path))
+    return checked(namespace, lambda name: f"-D {name}={given[name]}" if name in given else shown(path, Path.cwd()))
 
 
 def book_config(confdir: Path = ROOT) -> dict:
@@ -289,9 +281,9 @@ def problems(confdir: Path, docs: Path, languages: Sequence[str] | None = None,
     except BookConfigError as error:
         return error.problems
     if not Path(docs).is_dir():
-        return [f"{shown(Path(docs))}: no such folder (--docs names the folder with one folder per language)"]
+        return [f"{shown(Path(docs), Path.cwd())}: no such folder (--docs names the folder with one folder per language)"]
     declared = [lang["code"] for lang in settings.book_languages]
-    return [f"{shown(Path(docs, code))}: no such folder, but conf.py's book_languages declares {code!r}: "
+    return [f"{shown(Path(docs, code), Path.cwd())}: no such folder, but conf.py's book_languages declares {code!r}: "
             "add its pages there, or build the other languages with --language"
             for code in declared if (languages is None or code in languages) and not Path(docs, code).is_dir()]
 
@@ -303,7 +295,7 @@ def check_settings(app, config) -> None:
     from sphinx.errors import ConfigError
 
     values = {f.name: config[f.name] for f in fields(BookConfig) if f.name in config}
-    conf = shown(Path(app.confdir, "conf.py"))
+    conf = shown(Path(app.confdir, "conf.py"), Path.cwd())
     try:
         checked(values, lambda name: f"-D {name}={config.overrides[name]}" if name in config.overrides else conf)
     except BookConfigError as error:

@@ -37,6 +37,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from ..configuration.languages import current_language
 from ..configuration.messages import message
+from ..paths import PACKAGE, ROOT
 
 OFFLINE_BUILDERS = ("singlehtml", "epub")
 OFFLINE = "offline"  # in the site: <language>/offline/; in the build: <out>/<device>/offline/<language>/
@@ -52,7 +53,6 @@ def file_name(config: Config, kind: str) -> str:
     return edition_file_name(config.book_slug, current_language(config)["code"], kind)
 
 
-PACKAGE = Path(__file__).resolve().parents[1]
 STAMP_SUFFIX = ".sources"  # <edition>.sources: the digest of the sources it was built from
 
 
@@ -64,7 +64,7 @@ def sources_digest(docs: Path, code: str, confdir: Path, device: str) -> str:
     """What one language's edition is made from: its pages and the files every language
     shares (the term list), conf.py, the extensions with their tools, the example programs
     pages include, the records pages show, the pinned toolchain; and its language and device."""
-    root = PACKAGE.parent
+    root = ROOT
     digest = hashlib.sha256(f"{code}\n{device}\n".encode())
     groups = [
         (docs / code, files_under(docs / code)),

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-HERE = Path(__file__).parent
-PACKAGE = HERE.parent
+from ..paths import PACKAGE, shown
+
 KERNEL_STARTUP = PACKAGE / "kernel" / "startup.py"
 
 
@@ -83,14 +83,6 @@ if folder is not None and folder != sys.argv[1]:
 print(json.dumps({"python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
                   "torch_folder": folder, "torch": version}))
 """
-
-
-def shown(path: str) -> str:
-    """A path as messages name it: relative to the repository when inside it."""
-    try:
-        return Path(path).resolve().relative_to(PACKAGE.parent).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def kernel_command(environment: dict[str, str] | None = None,
@@ -158,7 +150,7 @@ def check_kernel(environment: dict[str, str] | None = None) -> Interpreter:
 # What a page's outputs depend on besides its code: the kernel's startup file, the book's
 # code that pages import, how pages are executed, and the packages that compute or print
 # what a cell shows.
-KERNEL_FILES = (*sorted((PACKAGE / "kernel").glob("*.py")), HERE / "runner.py")
+KERNEL_FILES = (*sorted((PACKAGE / "kernel").glob("*.py")), PACKAGE / "execution" / "runner.py")
 KERNEL_PACKAGES = ("numpy", "ipython", "ipykernel", "matplotlib", "networkx")
 
 

@@ -27,6 +27,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from ..paths import ROOT
 from .code_comments import english_lines, prose_in
 
 logger = logging.getLogger(__name__)
@@ -221,8 +222,7 @@ def check_prose(app: Sphinx, docname: str, notebook) -> int:
 
 
 def build_machine_paths() -> list[str]:
-    root = Path(__file__).resolve().parents[2]
-    candidates = {str(root), sys.prefix, sys.base_prefix, tempfile.gettempdir(),
+    candidates = {str(ROOT), sys.prefix, sys.base_prefix, tempfile.gettempdir(),
                   os.path.expanduser("~")}
     # Longest first, so that a warning names the most specific path.
     return sorted((p for p in candidates if p and p != "/"), key=len, reverse=True) + ["site-packages", "ipykernel_"]

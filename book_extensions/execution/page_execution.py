@@ -43,6 +43,7 @@ from sphinx.util import logging
 
 from ..configuration.messages import message
 from ..editions import offline_builders
+from ..paths import ROOT
 from ..records import release_changes
 from ..site.device_page import device_name
 from . import page_state, runner
@@ -123,7 +124,7 @@ def prepare_kernels(device: str) -> None:
     os.environ["PYTHONSTARTUP"] = str(KERNEL_STARTUP)
     os.environ["BOOK_DEVICE"] = device
     os.environ["IPYTHONDIR"] = empty_ipython_dir()
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(ROOT)
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join([root, *[p for p in paths if p != root]])
 

@@ -35,8 +35,8 @@ from pathlib import Path
 from ..configuration.messages import ENGLISH, message
 from ..configuration.settings import reference_language
 from ..execution.code_comments import code_of
+from ..paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 RTOL, ATOL = 1e-4, 2e-4  # printed tensors have four decimals
 
 NUMBER = re.compile(r"-?\d+\.\d*(?:e[-+]?\d+)?|-?\d+e[-+]?\d+|(?<![\w.])-?\d+(?![\w.])")

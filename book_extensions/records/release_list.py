@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-RELEASES_FILE = Path(__file__).resolve().parents[2] / "torch-releases.txt"
+from ..paths import ROOT
+
+RELEASES_FILE = ROOT / "torch-releases.txt"
 RELEASE = re.compile(r"\d+\.\d+\.\d+")
 
 

@@ -19,7 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..configuration.settings import ROOT, read, reference_language
+from ..configuration.settings import read, reference_language
+from ..paths import ROOT
 from . import cell_records
 from .release_changes import changes, current_release, excerpt, record_path, recorded
 from .release_list import RELEASES_FILE, ReleasesError, listed

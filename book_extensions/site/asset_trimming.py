@@ -45,6 +45,8 @@ from sphinx.application import Sphinx
 from sphinx.util import logging as sphinx_logging
 from tinycss2.serializer import serialize_identifier
 
+from ..paths import PACKAGE
+
 logger = sphinx_logging.getLogger(__name__)
 
 # Third-party sheets that every page loads, relative to _static/ (globs).
@@ -167,7 +169,7 @@ ID_ATTRIBUTE = re.compile(r"""\sid\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 TAG = re.compile(r"<([a-zA-Z][\w-]*)")
 
 
-OWN_SCRIPTS = Path(__file__).parents[1] / "static"
+OWN_SCRIPTS = PACKAGE / "static"
 WORD = re.compile(r"[A-Za-z_][\w-]*")
 JS_STRING = re.compile(r""""((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)'|`((?:[^`\\]|\\.)*)`""")
 

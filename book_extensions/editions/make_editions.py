@@ -32,6 +32,7 @@ import unicodedata
 from pathlib import Path
 
 from ..commands import build
+from ..paths import ROOT
 from .offline_builders import OFFLINE, edition_file_name, sources_digest, write_stamp
 
 
@@ -41,10 +42,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("kind", choices=("pdf", "epub"))
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--language", action="append", dest="languages", metavar="CODE")
-    parser.add_argument("--docs", type=Path, default=build.ROOT / "docs")
-    parser.add_argument("--out", type=Path, default=build.ROOT / "_build")
-    parser.add_argument("--cache-root", type=Path, default=build.ROOT / ".jupyter_cache")
-    parser.add_argument("--confdir", type=Path, default=build.ROOT)
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs")
+    parser.add_argument("--out", type=Path, default=ROOT / "_build")
+    parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    parser.add_argument("--confdir", type=Path, default=ROOT)
     return parser.parse_args(argv)
 
 

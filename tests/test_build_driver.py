@@ -305,7 +305,7 @@ def test_what_every_page_reads_besides_its_source_is_in_the_code_digest(tmp_path
     shutil.copy(ROOT / "conf.py", confdir)
     args = driver.parse_args(["html", "--docs", str(docs), "--out", str(tmp_path / "out"),
                               "--cache-root", str(tmp_path / "cache"), "--confdir", str(confdir)])
-    language = {"code": "en"}
+    language = driver.book_languages(confdir)[0]
     digests = {driver.code_digest(args, language)}
     (docs / "terms.en.toml").write_text("# a term list\n")
     digests.add(driver.code_digest(args, language))

@@ -108,6 +108,29 @@ def test_every_setting_the_extensions_register_is_declared_and_checked_in_one_pl
     assert registered <= declared, registered - declared
 
 
+def test_the_languages_are_handed_out_as_typed_records():
+    # conf.py declares dicts (what languages exist is configuration); the code reads records.
+    from dataclasses import FrozenInstanceError
+
+    from book_extensions.configuration.settings import Language, check_settings, read
+
+    languages = read(ROOT).book_languages
+    assert [type(language) for language in languages] == [Language, Language]
+    assert [(language.code, language.sphinx, language.typography) for language in languages] == [
+        ("en", "en", ""), ("zh", "zh_CN", "cjk")]
+    with pytest.raises(FrozenInstanceError):
+        languages[0].code = "fr"
+
+    class Config(dict):  # what check_settings reads of Sphinx's: values by name, the -D overrides
+        overrides: dict = {}
+
+    declared = [{"code": "en", "sphinx": "en", "hreflang": "en", "name": "English", "project": "P",
+                 "author": "A", "sentence_separator": " ", "list_separator": ", "}]
+    config = Config(book_languages=declared)
+    check_settings(type("App", (), {"confdir": str(ROOT)})(), config)
+    assert config.book_languages == [Language(**declared[0])]  # a list still: Sphinx's type for it
+
+
 def test_a_page_with_a_byte_order_mark_is_refused_for_what_it_is(build_fixture):
     # Sphinx reads it; the book's other readers would not see its front matter.
     build = build_fixture("config_bom", "html", "--language", "en")

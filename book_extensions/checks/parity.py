@@ -230,7 +230,7 @@ def stamps(*folders: Path, examples: Path | None = None) -> list:
 def check_build(app: Sphinx) -> None:
     languages = app.config.book_languages
     srcdir = Path(app.srcdir)
-    reference = languages[0]["code"]
+    reference = languages[0].code
     if srcdir.name == reference:
         return
     # Reading every page of two languages costs more than a build that changed
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("docs", nargs="?", type=Path, default=Path("docs"),
                         help="the folder with one sub-folder per language (default: docs)")
     docs = parser.parse_args(argv).docs
-    languages = [lang["code"] for lang in book_languages()]
+    languages = [lang.code for lang in book_languages()]
     reference = languages[0]
     problems = [pp for lang in languages if lang != reference for pp in compare(docs, lang, reference)]
     for page, problem in problems:

@@ -63,7 +63,7 @@ INLINE = (nodes.reference, nodes.strong, nodes.emphasis, nodes.inline, nodes.tit
 
 
 def uses_cjk_typography(app: Sphinx) -> bool:
-    return current_language(app.config).get("typography") == "cjk"
+    return current_language(app.config).typography == "cjk"
 
 
 # --- the sources: autocorrect-py -------------------------------------------------------

@@ -46,8 +46,8 @@ def build(work: Path) -> tuple[float, dict[str, list[str]], int]:
     took = time.perf_counter() - started
     executed = {}
     for language in book_languages(ROOT):
-        report = work / "_build" / "cpu" / "doctrees" / language["code"] / EXECUTIONS_FILE
-        executed[language["code"]] = json.loads(report.read_text())["executed"] if report.exists() else ["?"]
+        report = work / "_build" / "cpu" / "doctrees" / language.code / EXECUTIONS_FILE
+        executed[language.code] = json.loads(report.read_text())["executed"] if report.exists() else ["?"]
     if result.returncode:
         print(result.stderr[-1500:], file=sys.stderr)
     return took, executed, result.returncode
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m book_extensions bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.parse_args(argv)
-    languages = [lang["code"] for lang in book_languages(ROOT)]
+    languages = [lang.code for lang in book_languages(ROOT)]
     with tempfile.TemporaryDirectory(prefix="book-bench-") as tmp:
         work = Path(tmp)
         shutil.copytree(ROOT / "docs", work / "docs")

@@ -58,10 +58,11 @@ import subprocess
 import sys
 import time
 from contextlib import suppress
+from dataclasses import asdict
 from pathlib import Path
 
 from ..configuration import settings
-from ..configuration.settings import book_config, book_languages, reference_language  # noqa: F401  (the tools import them from here)
+from ..configuration.settings import Language, book_languages, reference_language  # noqa: F401  (the tools import them from here)
 from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache
 from ..paths import PACKAGE, ROOT
 from . import publish
@@ -90,14 +91,14 @@ def output_dir(out: Path, device: str, builder: str, code: str) -> Path:
     return out / device / (publish.WORK if builder == "html" else builder) / code
 
 
-def sphinx_command(args, language: dict, docs: Path, out: Path, fresh: bool = False) -> list[str]:
-    code = language["code"]
+def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool = False) -> list[str]:
+    code = language.code
     return [
         sys.executable, "-m", "sphinx",
         "-b", args.builder,
         "-c", str(args.confdir),
         "-d", str(out / args.device / "doctrees" / code),
-        "-D", f"language={language['sphinx']}",
+        "-D", f"language={language.sphinx}",
         "-D", f"book_device={args.device}",
         "-D", f"book_cache_root={args.cache_root}",
         "-W", "-j", args.jobs, *(["-q"] if args.quiet else []), *(["-E"] if fresh else []),
@@ -152,7 +153,7 @@ def add_files(digest, folder: Path, pattern: str = "**/*", content: bool = True)
                           else f"{stat.st_size} {stat.st_mtime_ns}\0".encode())
 
 
-def code_digest(args: argparse.Namespace, language: dict) -> str:
+def code_digest(args: argparse.Namespace, language: Language) -> str:
     """What every page of a language depends on, beyond the page: the extensions' code,
     conf.py, the Python and its packages, the settings. A change reads every page again."""
     digest = hashlib.sha256()
@@ -167,7 +168,7 @@ def code_digest(args: argparse.Namespace, language: dict) -> str:
     add_files(digest, args.confdir, "examples/**/*")
     packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     settings = {
-        "python": sys.executable, "packages": packages, "language": language, "device": args.device,
+        "python": sys.executable, "packages": packages, "language": asdict(language), "device": args.device,
         "cache": str(cache_dir(args.cache_root, args.device)), "sphinx": args.sphinx_args,
         "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT)),
     }
@@ -356,12 +357,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     languages = book_languages(args.confdir)
     if args.languages:
-        unknown = set(args.languages) - {lang["code"] for lang in languages}
+        unknown = set(args.languages) - {lang.code for lang in languages}
         if unknown:
             print(f"error: unknown language {', '.join(sorted(unknown))}: conf.py's book_languages has "
-                  f"{', '.join(lang['code'] for lang in languages)}", file=sys.stderr)
+                  f"{', '.join(lang.code for lang in languages)}", file=sys.stderr)
             return 2
-        languages = [lang for lang in languages if lang["code"] in args.languages]
+        languages = [lang for lang in languages if lang.code in args.languages]
     # Two builds writing one jupyter-cache, or one output folder, at once can corrupt it.
     device_dir = args.out / args.device
     locks = []
@@ -397,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
             os.close(lock)
 
 
-def with_signals_passed_on(args: argparse.Namespace, languages: list[dict], locks: list[int]) -> int:
+def with_signals_passed_on(args: argparse.Namespace, languages: list[Language], locks: list[int]) -> int:
     stop = Stop(locks)
     previous = {signum: signal.signal(signum, stop) for signum in Stop.MESSAGES}
     prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the build (a kernel, a daemon) stay ours to end
@@ -412,10 +413,10 @@ def with_signals_passed_on(args: argparse.Namespace, languages: list[dict], lock
     return status
 
 
-def build_language(args: argparse.Namespace, language: dict, stop: Stop) -> tuple[str, str | None]:
+def build_language(args: argparse.Namespace, language: Language, stop: Stop) -> tuple[str, str | None]:
     """Build one language and say so in one line: ("unchanged", "built", "failed" or "stopped",
     the digest of what an html build read, to note once the site is published)."""
-    code = language["code"]
+    code = language.code
     started = time.perf_counter()
     doctrees = args.out / args.device / "doctrees" / code
     note = read_note(doctrees)
@@ -462,10 +463,10 @@ def build_language(args: argparse.Namespace, language: dict, stop: Stop) -> tupl
     return "built", inputs
 
 
-def build_languages(args: argparse.Namespace, languages: list[dict], stop: Stop) -> int:
+def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
     results = {}
     for language in languages:
-        results[language["code"]] = build_language(args, language, stop)
+        results[language.code] = build_language(args, language, stop)
         if stop.signum is not None:
             return 1
     failed = [code for code, (result, _) in results.items() if result == "failed"]

@@ -64,7 +64,7 @@ def second_pages(docs: Path, cache: Path) -> tuple[list[tuple[str, object, Path]
 
     from ..execution.runner import cached_notebook
 
-    languages = [lang["code"] for lang in book_languages() if (docs / lang["code"]).is_dir()]
+    languages = [lang.code for lang in book_languages() if (docs / lang.code).is_dir()]
     reference = reference_language()
     other = next((lang for lang in languages if lang != reference), reference)
     notebooks = {lang: dict(cell_records.book_notebooks(docs, lang)) for lang in {reference, other}}

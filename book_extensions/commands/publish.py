@@ -16,6 +16,8 @@ import os
 import shutil
 from pathlib import Path
 
+from ..configuration.settings import Language
+
 WORK = "html-work"  # <out>/<device>/html-work/<language>/: where Sphinx writes the site
 SITE = "html"
 NEXT, PREVIOUS = ".html-next", ".html-previous"  # beside the site, while it is replaced
@@ -41,7 +43,7 @@ def recover(device_dir: Path) -> None:
     remove(device_dir / NEXT)
 
 
-def publish(device_dir: Path, built: list[str], languages: list[dict], docs: Path) -> str | None:
+def publish(device_dir: Path, built: list[str], languages: list[Language], docs: Path) -> str | None:
     """Make the site the working folders of ``built`` plus the other languages as published;
     returns why the site root's files are missing, if they are (as root_files.write)."""
     from ..site import root_files
@@ -50,7 +52,7 @@ def publish(device_dir: Path, built: list[str], languages: list[dict], docs: Pat
     site, following = device_dir / SITE, device_dir / NEXT
     following.mkdir(parents=True)
     for language in languages:
-        code = language["code"]
+        code = language.code
         source = device_dir / WORK / code if code in built else site / code
         if source.is_dir():
             shutil.copytree(source, following / code, symlinks=True)

@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--port", default="8000")
     args = parser.parse_args(argv)
-    languages = {lang["code"]: lang for lang in book_languages(ROOT)}
+    languages = {lang.code: lang for lang in book_languages(ROOT)}
     args.language = args.language or next(iter(languages))
     if args.language not in languages:
         print(f"error: unknown language {args.language!r} (known: {', '.join(languages)})", file=sys.stderr)

@@ -18,6 +18,7 @@ is written by the build driver once every language is built (:mod:`..site.root_f
 from __future__ import annotations
 
 import gettext
+from dataclasses import asdict
 from html import escape
 from pathlib import Path
 from urllib.parse import quote
@@ -31,34 +32,36 @@ from ..paths import PACKAGE
 from ..site import search
 from . import messages
 from .messages import message
+from .settings import Language
 
 logger = logging.getLogger(__name__)
 
 
 
-def current_language(config: Config) -> dict:
-    for entry in config.book_languages:
-        if entry["sphinx"] == config.language:
-            return entry
-    known = ", ".join(e["sphinx"] for e in config.book_languages)
+def current_language(config: Config) -> Language:
+    """The language being built: the one whose Sphinx language this run builds."""
+    for language in config.book_languages:
+        if language.sphinx == config.language:
+            return language
+    known = ", ".join(language.sphinx for language in config.book_languages)
     raise ConfigError(f"language {config.language!r} is not in book_languages ({known})")
 
 
 def configure_language(app: Sphinx, config: Config) -> None:
-    entry = current_language(config)
+    language = current_language(config)
     srcdir = Path(app.srcdir)
-    if srcdir.name != entry["code"]:
+    if srcdir.name != language.code:
         raise ConfigError(
-            f"language {config.language!r} is built from docs/{entry['code']}/, not {srcdir}"
+            f"language {config.language!r} is built from docs/{language.code}/, not {srcdir}"
         )
-    config.project = entry["project"]
+    config.project = language.project
     if config.book_base_url:
         # Sphinx then writes each page's canonical URL.
-        config.html_baseurl = f"{config.book_base_url.rstrip('/')}/{entry['code']}/"
-    config.html_title = entry["project"]
+        config.html_baseurl = f"{config.book_base_url.rstrip('/')}/{language.code}/"
+    config.html_title = language.project
     config.templates_path = [*config.templates_path, str(PACKAGE / "templates")]
     config.html_static_path = [*config.html_static_path, str(PACKAGE / "static")]
-    config.author = entry.get("author", config.author)
+    config.author = language.author
     config.copyright = config.copyright.replace("{author}", config.author)
     config.html_theme_options = {
         # The other languages in the top bar, beside the theme's buttons: reachable on
@@ -80,25 +83,20 @@ def page_exists(srcdir: Path, pagename: str, suffixes) -> bool:
     return any((srcdir / f"{pagename}{suffix}").is_file() for suffix in suffixes)
 
 
-def alternates(app: Sphinx, pagename: str) -> list[dict]:
-    """The same page in every language: code, hreflang, name, href, current."""
+def alternates(app: Sphinx, pagename: str) -> list[tuple[Language, str]]:
+    """The same page in every language that has it: the language, and the page's address there."""
     config = app.config
-    here = current_language(config)
     srcdir = Path(app.srcdir)
     to_root = "../" * (pagename.count("/") + 1)
     base = config.book_base_url.rstrip("/")
     generated = pagename in ("genindex", "search")
     result = []
-    for entry in config.book_languages:
-        other_src = srcdir.parent / entry["code"]
+    for language in config.book_languages:
+        other_src = srcdir.parent / language.code
         if not generated and not page_exists(other_src, pagename, config.source_suffix):
             continue  # the parity check reports it
-        path = quote(f"{entry['code']}/{pagename}.html")  # page names may hold spaces, or be Chinese
-        result.append({
-            **entry,
-            "href": f"{base}/{path}" if base else to_root + path,
-            "current": entry is here,
-        })
+        path = quote(f"{language.code}/{pagename}.html")  # page names may hold spaces, or be Chinese
+        result.append((language, f"{base}/{path}" if base else to_root + path))
     return result
 
 
@@ -108,15 +106,16 @@ def add_language_links(app: Sphinx, pagename, templatename, context, doctree) ->
     # (Lighthouse: "Relative href value"). Without book_base_url a page has none; its
     # visible language switch (book_alternates) links relatively either way.
     if app.config.book_base_url:
-        tags = [
-            f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{escape(e["href"])}">'
-            for e in links
-        ]
-        default = next((e for e in links if e["code"] == app.config.book_languages[0]["code"]), None)
+        tags = [f'<link rel="alternate" hreflang="{language.hreflang}" href="{escape(href)}">'
+                for language, href in links]
+        default = next((href for language, href in links if language == app.config.book_languages[0]), None)
         if default:
-            tags.append(f'<link rel="alternate" hreflang="x-default" href="{escape(default["href"])}">')
+            tags.append(f'<link rel="alternate" hreflang="x-default" href="{escape(default)}">')
         context["metatags"] = context.get("metatags", "") + "\n".join(tags) + "\n"
-    context["book_alternates"] = links
+    # What the templates read of each: the language's fields, its href, and whether it is this one.
+    here = current_language(app.config)
+    context["book_alternates"] = [{**asdict(language), "href": href, "current": language == here}
+                                  for language, href in links]
     context["book_switch_label"] = message("switch_label")
 
 
@@ -128,8 +127,8 @@ def source_pages(folder: Path, suffixes) -> list[str]:
 
 def pages_of_every_language(app: Sphinx) -> list[str]:
     docs = Path(app.srcdir).parent
-    return sorted(f"{entry['code']}/{page}" for entry in app.config.book_languages
-                  for page in source_pages(docs / entry["code"], app.config.source_suffix))
+    return sorted(f"{language.code}/{page}" for language in app.config.book_languages
+                  for page in source_pages(docs / language.code, app.config.source_suffix))
 
 
 def rewrite_when_other_languages_change(app: Sphinx, env, added, changed, removed) -> list[str]:

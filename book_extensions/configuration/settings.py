@@ -2,17 +2,18 @@
 
 :class:`BookConfig` is every setting the book's extensions read (name, default, type, what a
 change makes Sphinx do again, and what a valid value is), after MyST-NB's ``NbParserConfig``;
-:class:`Language` is one entry of ``book_languages``. This module
+:class:`Language` is one language of the book. conf.py declares the languages as plain dicts
+(what languages exist is configuration); once checked, the book's code reads each as a
+:class:`Language` record, never as a dict. This module
 
 - reads conf.py for the build driver and the tools, as Sphinx does (:func:`read`, which
-  honours ``--confdir``), with :func:`book_config`, :func:`book_languages` and
-  :func:`reference_language` on top;
+  honours ``--confdir``), with :func:`book_languages` and :func:`reference_language` on top;
 - says, before the driver starts Sphinx, everything that would stop the build: a bad
   setting, an execution-mode override in the ``-D`` arguments, a language folder missing
   from docs/ (:func:`problems`);
 - as the first of the book's extensions (``book_extensions.setup``), registers the settings
   and checks them all at config-inited, before any other handler reads them, for
-  sphinx-build run by hand.
+  sphinx-build run by hand; then ``config.book_languages`` holds :class:`Language` records.
 
 Each problem is one line that names conf.py (or the ``-D`` override) and the key.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import MISSING, Field, asdict, dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -96,9 +97,9 @@ def setting(default: Any = MISSING, *, types: type, rebuild: str = "env", check:
 
 @dataclass(frozen=True)
 class Language:
-    """The keys of one entry of ``book_languages``: every one a string, all but ``typography``
-    required. The entries stay the dicts conf.py wrote; this declares what :func:`language_problems`
-    checks them against."""
+    """One language of the book. Its fields are the keys of an entry of conf.py's
+    ``book_languages``, every one a string, all but ``typography`` required: what
+    :func:`language_problems` checks an entry against before it becomes this record."""
 
     # Its folder under docs/ and in the site, so part of every URL of the language.
     code: str = setting(types=str, check=matching(r"[a-z0-9]+(-[a-z0-9]+)*",
@@ -159,7 +160,8 @@ def language_problems(languages: Any) -> list[str]:
 class BookConfig:
     """Every setting the book's extensions and tools read, as conf.py (and -D) set it."""
 
-    book_languages: list = setting(types=list, default_factory=list)  # checked by language_problems
+    # conf.py's dicts, checked by language_problems, as Language records.
+    book_languages: list[Language] = setting(types=list, default_factory=list)
     # The offline editions' file names: <slug>-<code>.pdf / .epub.
     book_slug: str = setting("book", types=str, check=matching(r"[a-z0-9]+(-[a-z0-9]+)*",
                                                                "lowercase letters, digits and hyphens"))
@@ -207,7 +209,8 @@ def checked(values: Mapping[str, Any], source: Callable[[str], str]) -> BookConf
             found.append(f"{source(f.name)}: {f.name} {problem}")
     if found:
         raise BookConfigError(found)
-    return BookConfig(**{f.name: values[f.name] for f in fields(BookConfig) if f.name in values})
+    given = {f.name: values[f.name] for f in fields(BookConfig) if f.name in values}
+    return BookConfig(**{**given, "book_languages": [Language(**entry) for entry in given["book_languages"]]})
 
 
 # --- conf.py, read by the driver and the tools ----------------------------------------
@@ -258,19 +261,14 @@ def read_resolved(confdir: Path, overrides: tuple[tuple[str, str], ...]) -> Book
     return checked(namespace, lambda name: f"-D {name}={given[name]}" if name in given else shown(path, Path.cwd()))
 
 
-def book_config(confdir: Path = ROOT) -> dict:
-    """The book's settings by name (:func:`read` gives them as attributes)."""
-    return asdict(read(confdir))
-
-
-def book_languages(confdir: Path = ROOT) -> list[dict]:
-    """The book's languages, as conf.py declares them (the one list everything reads)."""
+def book_languages(confdir: Path = ROOT) -> list[Language]:
+    """The book's languages, in conf.py's order (the one list everything reads)."""
     return read(confdir).book_languages
 
 
 def reference_language(confdir: Path = ROOT) -> str:
-    """The first declared language: the one others are compared with, and records are read from."""
-    return book_languages(confdir)[0]["code"]
+    """The first declared language's code: the one others are compared with, and records are read from."""
+    return book_languages(confdir)[0].code
 
 
 def problems(confdir: Path, docs: Path, languages: Sequence[str] | None = None,
@@ -282,7 +280,7 @@ def problems(confdir: Path, docs: Path, languages: Sequence[str] | None = None,
         return error.problems
     if not Path(docs).is_dir():
         return [f"{shown(Path(docs), Path.cwd())}: no such folder (--docs names the folder with one folder per language)"]
-    declared = [lang["code"] for lang in settings.book_languages]
+    declared = [language.code for language in settings.book_languages]
     return [f"{shown(Path(docs, code), Path.cwd())}: no such folder, but conf.py's book_languages declares {code!r}: "
             "add its pages there, or build the other languages with --language"
             for code in declared if (languages is None or code in languages) and not Path(docs, code).is_dir()]
@@ -291,15 +289,19 @@ def problems(confdir: Path, docs: Path, languages: Sequence[str] | None = None,
 # --- the Sphinx extension ---------------------------------------------------------------
 
 def check_settings(app, config) -> None:
-    """Every setting checked before the other extensions' config-inited handlers read one."""
+    """Every setting checked before the other extensions' config-inited handlers read one;
+    then the languages are :class:`Language` records for them."""
     from sphinx.errors import ConfigError
 
     values = {f.name: config[f.name] for f in fields(BookConfig) if f.name in config}
     conf = shown(Path(app.confdir, "conf.py"), Path.cwd())
     try:
-        checked(values, lambda name: f"-D {name}={config.overrides[name]}" if name in config.overrides else conf)
+        settings = checked(values, lambda name: f"-D {name}={config.overrides[name]}" if name in config.overrides else conf)
     except BookConfigError as error:
         raise ConfigError(str(error)) from None
+    # A list still (the type Sphinx checks the setting against), pickled with the environment:
+    # records compare equal while conf.py's entries do, so an unchanged conf.py rebuilds nothing.
+    config.book_languages = settings.book_languages
 
 
 def setup(app) -> dict:

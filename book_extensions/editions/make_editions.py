@@ -32,6 +32,7 @@ import unicodedata
 from pathlib import Path
 
 from ..commands import build
+from ..configuration.settings import Language, read
 from ..paths import ROOT
 from .offline_builders import OFFLINE, edition_file_name, sources_digest, write_stamp
 
@@ -49,20 +50,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def languages_of(args: argparse.Namespace) -> list[dict]:
+def languages_of(args: argparse.Namespace) -> list[Language]:
     every = build.book_languages(args.confdir)
-    return [lang for lang in every if not args.languages or lang["code"] in args.languages]
+    return [lang for lang in every if not args.languages or lang.code in args.languages]
 
 
 def target(args: argparse.Namespace, code: str, kind: str) -> Path:
-    slug = build.book_config(args.confdir).get("book_slug", "book")
+    slug = read(args.confdir).book_slug
     return args.out / args.device / OFFLINE / code / edition_file_name(slug, code, kind)
 
 
 def digests(args: argparse.Namespace) -> dict[str, str]:
     """Each language's sources, taken before the build reads them: an edit made while it
     runs leaves the edition stale, not stamped with sources it never saw."""
-    return {language["code"]: sources_digest(args.docs, language["code"], args.confdir, args.device)
+    return {language.code: sources_digest(args.docs, language.code, args.confdir, args.device)
             for language in languages_of(args)}
 
 
@@ -345,7 +346,7 @@ def make_pdf(args: argparse.Namespace) -> int:
     if sphinx_build(args, "singlehtml"):
         return 1
     for language in languages_of(args):
-        code = language["code"]
+        code = language.code
         started = time.perf_counter()
         path = target(args, code, "pdf")
         try:
@@ -382,7 +383,7 @@ def make_epub(args: argparse.Namespace) -> int:
         return 1
     failed = False
     for language in languages_of(args):
-        code = language["code"]
+        code = language.code
         built = args.out / args.device / "epub" / code / target(args, code, "epub").name
         if not built.is_file():
             print(f"error: [{code}] the epub build wrote no {built.name}", file=sys.stderr)

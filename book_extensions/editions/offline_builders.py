@@ -50,7 +50,7 @@ def edition_file_name(slug: str, code: str, kind: str) -> str:
 
 
 def file_name(config: Config, kind: str) -> str:
-    return edition_file_name(config.book_slug, current_language(config)["code"], kind)
+    return edition_file_name(config.book_slug, current_language(config).code, kind)
 
 
 STAMP_SUFFIX = ".sources"  # <edition>.sources: the digest of the sources it was built from
@@ -102,7 +102,7 @@ def device_folder(app: Sphinx) -> Path:
 def current_editions(app: Sphinx) -> list[Path]:
     """The offline editions of this language that the build folder holds, built from the
     sources this build reads; one line for each one left out."""
-    code = current_language(app.config)["code"]
+    code = current_language(app.config).code
     folder = device_folder(app) / OFFLINE / code
     held = [path for path in (folder / file_name(app.config, kind) for kind in KINDS) if path.is_file()]
     if not held:
@@ -136,15 +136,15 @@ def built_editions(app: Sphinx) -> list[Path]:
 
 
 def configure_epub(app: Sphinx, config: Config) -> None:
-    entry = current_language(config)
+    language = current_language(config)
     config.epub_basename = file_name(config, "epub").removesuffix(".epub")
-    config.epub_title = entry["project"]
+    config.epub_title = language.project
     config.epub_author = config.author
     config.epub_publisher = config.author
-    config.epub_language = entry["hreflang"]
+    config.epub_language = language.hreflang
     config.epub_copyright = config.copyright
     # The NCX table of contents repeats the identifier as an XML name: one name for both.
-    config.epub_identifier = config.epub_uid = f"{config.book_slug}-{entry['code']}"
+    config.epub_identifier = config.epub_uid = f"{config.book_slug}-{language.code}"
     config.epub_contributor = config.author
     config.epub_description = message("book_description")
     config.epub_use_index = False  # the book has no index entries: an empty last page
@@ -176,10 +176,10 @@ def edition_links(app: Sphinx, docname: str) -> list[nodes.Node]:
         return []
     language = current_language(app.config)
     up = "../" * docname.count("/")
-    links: list[nodes.Node] = [nodes.Text(language["sentence_separator"] + message("whole_book"))]
+    links: list[nodes.Node] = [nodes.Text(language.sentence_separator + message("whole_book"))]
     for index, path in enumerate(editions):
         if index:
-            links.append(nodes.Text(language["list_separator"]))
+            links.append(nodes.Text(language.list_separator))
         label = path.suffix[1:].upper()
         links.append(nodes.reference(label, label, refuri=f"{up}{OFFLINE}/{path.name}",
                                      classes=[f"book-{path.suffix[1:]}"]))

@@ -27,6 +27,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from ..configuration.settings import Language
 from ..paths import ROOT
 from .code_comments import english_lines, prose_in
 
@@ -113,12 +114,12 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
     return problems
 
 
-def language_of(app: Sphinx) -> tuple[dict, bool]:
-    """The entry of book_languages being built, and whether it is the first (reference) one."""
+def language_of(app: Sphinx) -> tuple[Language, bool]:
+    """The language being built, and whether it is the first (reference) one."""
     from ..configuration.languages import current_language
 
-    entry = current_language(app.config)
-    return entry, entry["code"] == app.config.book_languages[0]["code"]
+    language = current_language(app.config)
+    return language, language == app.config.book_languages[0]
 
 
 class CodeCell:
@@ -167,8 +168,8 @@ def page_sources(app: Sphinx, docname: str, notebook) -> list[str]:
     sources = [c.source for c in notebook.cells if c.cell_type == "code"]
     srcdir = Path(app.srcdir)
     own = Path(app.env.doc2path(docname))
-    for entry in app.config.book_languages:
-        path = srcdir.parent / entry["code"] / own.relative_to(srcdir)
+    for language in app.config.book_languages:
+        path = srcdir.parent / language.code / own.relative_to(srcdir)
         if path == own or not path.is_file():
             continue
         try:
@@ -193,16 +194,16 @@ def check_prose(app: Sphinx, docname: str, notebook) -> int:
     """Warn about comments and docstrings in English in a CJK edition, and about outputs
     that show a comment or docstring; count them."""
     problems = 0
-    entry, reference = language_of(app)
+    language, reference = language_of(app)
     code_cells = [(i, c) for i, c in enumerate(notebook.cells) if c.cell_type == "code"]
-    if entry.get("typography") == "cjk" and not reference:
+    if language.typography == "cjk" and not reference:
         for number, (index, cell) in enumerate(code_cells, start=1):
             for row, text in english_lines(cell.source):
                 line, named = prose_location(app, docname, notebook, index, row)
                 problems += 1
                 logger.warning(
                     f"code cell {number}{named}: a comment or docstring in English ({text[:80]!r}); "
-                    f"this edition's readers read its code too: write it in {entry['name']}",
+                    f"this edition's readers read its code too: write it in {language.name}",
                     location=(docname, line), type="book", subtype="code_comment_language")
     sources = None
     for number, (index, cell) in enumerate(code_cells, start=1):

@@ -44,7 +44,7 @@ def download_link(app: Sphinx, docname: str) -> list[nodes.Node]:
     text = message("download_notebook")
     # Percent-encoded, as Sphinx writes its own links: page names may hold spaces, or be Chinese.
     uri = "../" * docname.count("/") + quote(f"{NOTEBOOKS}/{docname}.ipynb")
-    space = nodes.Text(current_language(app.config)["sentence_separator"])
+    space = nodes.Text(current_language(app.config).sentence_separator)
     full_stop = nodes.Text(message("full_stop"))
     links = [space.deepcopy(), nodes.reference(text, text, refuri=uri, classes=["book-notebook"]), full_stop.deepcopy()]
     if app.config.book_repository:

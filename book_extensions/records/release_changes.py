@@ -301,7 +301,7 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
         if unrecorded[release]:
             sentences.append(message("releases_unrecorded").format(
                 release=release, count=unrecorded[release]))
-    separator = current_language(app.config)["sentence_separator"]
+    separator = current_language(app.config).sentence_separator
     return [nodes.Text(separator + separator.join(sentences))]
 
 
@@ -309,7 +309,7 @@ def join(config, items: list[str]) -> str:
     """"a, b and c" in the language being built."""
     if len(items) == 1:
         return items[0]
-    return current_language(config)["list_separator"].join(items[:-1]) + message("list_and") + items[-1]
+    return current_language(config).list_separator.join(items[:-1]) + message("list_and") + items[-1]
 
 
 class TorchReleases(SphinxDirective):
@@ -321,7 +321,7 @@ class TorchReleases(SphinxDirective):
         releases_file = Path(self.env.app.confdir, self.config.book_releases_file)
         note_records(self.env, results, releases, releases_file)
         docs = Path(self.env.srcdir).parent
-        for path in sorted((docs / self.config.book_languages[0]["code"]).glob("*.md")):
+        for path in sorted((docs / self.config.book_languages[0].code).glob("*.md")):
             self.env.note_dependency(str(path))
         by_release = recorded(results, releases)
         out: list[nodes.Node] = []
@@ -333,7 +333,7 @@ class TorchReleases(SphinxDirective):
         missing = [r for r in releases if r not in by_release]
         if missing:
             out.append(nodes.paragraph("", say("releases_missing", releases=join(self.config, missing))))
-        digests = cell_records.current_digests(docs, self.config.book_languages[0]["code"])
+        digests = cell_records.current_digests(docs, self.config.book_languages[0].code)
         names = list(by_release)
         for old, new in zip(names, names[1:]):
             found = changes(by_release[old], by_release[new])

@@ -46,7 +46,7 @@ class DeviceComparison(SphinxDirective):
         docs = Path(self.env.srcdir).parent
         # Re-read when a record or any page's code changes. Sphinx counts a missing
         # file as changed on every build; records_appeared() covers those instead.
-        reference = self.config.book_languages[0]["code"]
+        reference = self.config.book_languages[0].code
         for path in [*sorted(results.glob("*.json")), *sorted((docs / reference).rglob("*.md"))]:
             if path.exists():
                 self.env.note_dependency(str(path))

@@ -77,7 +77,7 @@ def add_footer(app: Sphinx, pagename, templatename, context, doctree) -> None:
     footer = say("footer_licence").format(**licences)
     repository = app.config.book_repository
     if repository and doctree is not None:
-        code = current_language(app.config)["code"]
+        code = current_language(app.config).code
         source = f"docs/{code}/{pagename}.md"
         issue = urlencode({"title": f"{source}: ", "body": f"Page: {source}\n\n"}, quote_via=quote)
         footer += "<br/>" + " · ".join([
@@ -91,11 +91,11 @@ def configure_open_graph(app: Sphinx, config) -> None:
     """sphinxext-opengraph's settings for the language being built."""
     language = current_language(config)
     base = config.book_base_url.rstrip("/")
-    config.ogp_site_url = f"{base}/{language['code']}/" if base else ""
+    config.ogp_site_url = f"{base}/{language.code}/" if base else ""
     config.ogp_type = "article"
     # It would draw a PNG card per page with matplotlib: pages are text, and light.
     config.ogp_social_cards = {"enable": False}
-    locale = language["hreflang"].replace("-", "_")
+    locale = language.hreflang.replace("-", "_")
     config.ogp_custom_meta_tags = [*config.ogp_custom_meta_tags, f'<meta property="og:locale" content="{locale}" />']
 
 
@@ -122,10 +122,10 @@ def write_manifest(app: Sphinx, exception: Exception | None) -> None:
     outdir = Path(app.outdir)
     drop_unused_catalogs(outdir, app.config.language)
     language = current_language(app.config)
-    if outdir.name != language["code"]:
+    if outdir.name != language.code:
         return  # not the book's site layout (for example a one-off build)
     manifest = {
-        "code": language["code"],
+        "code": language.code,
         "base_url": app.config.book_base_url.rstrip("/"),
         "root_title": message("root_title"),
         "not_found": message("not_found"),

@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..configuration.languages import source_pages
+from ..configuration.settings import Language
 from .meta_and_footer import MANIFEST
 
 ROOT_PAGE = """<!DOCTYPE html>
@@ -71,21 +72,21 @@ NOT_FOUND = """<!DOCTYPE html>
 """
 
 
-def sitemap(base: str, languages: list[dict], docs: Path, suffixes) -> str:
-    by_language = {lang["code"]: set(source_pages(docs / lang["code"], suffixes)) for lang in languages}
+def sitemap(base: str, languages: list[Language], docs: Path, suffixes) -> str:
+    by_language = {lang.code: set(source_pages(docs / lang.code, suffixes)) for lang in languages}
     def url(code: str, page: str) -> str:
         # A sitemap holds URLs: a page name with a space or Chinese characters is percent-encoded.
         return f"{base}/{quote(f'{code}/{page}.html')}"
 
     entries = []
     for lang in languages:
-        for page in sorted(by_language[lang["code"]]):
-            links = [(other["hreflang"], url(other["code"], page))
-                     for other in languages if page in by_language[other["code"]]]
-            links.append(("x-default", url(languages[0]["code"], page)))
+        for page in sorted(by_language[lang.code]):
+            links = [(other.hreflang, url(other.code, page))
+                     for other in languages if page in by_language[other.code]]
+            links.append(("x-default", url(languages[0].code, page)))
             alternates = "".join(
                 f'\n    <xhtml:link rel="alternate" hreflang="{h}" href="{escape(u)}"/>' for h, u in links)
-            entries.append(f"  <url>\n    <loc>{escape(url(lang['code'], page))}</loc>{alternates}\n  </url>")
+            entries.append(f"  <url>\n    <loc>{escape(url(lang.code, page))}</loc>{alternates}\n  </url>")
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
             '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
             'xmlns:xhtml="http://www.w3.org/1999/xhtml">\n' + "\n".join(entries) + "\n</urlset>\n")
@@ -94,14 +95,14 @@ def sitemap(base: str, languages: list[dict], docs: Path, suffixes) -> str:
 ROOT_FILES = ("index.html", "404.html", "robots.txt", "sitemap.xml")
 
 
-def write(site: Path, doctrees: Path, languages: list[dict], docs: Path, suffixes=(".md",)) -> str | None:
+def write(site: Path, doctrees: Path, languages: list[Language], docs: Path, suffixes=(".md",)) -> str | None:
     """Write the root files into ``site``, or say why not (and leave no stale ones)."""
     manifests = {}
     for lang in languages:
-        path = doctrees / lang["code"] / MANIFEST
+        path = doctrees / lang.code / MANIFEST
         if path.is_file():
-            manifests[lang["code"]] = json.loads(path.read_text(encoding="utf8"))
-    missing = [lang["code"] for lang in languages if lang["code"] not in manifests]
+            manifests[lang.code] = json.loads(path.read_text(encoding="utf8"))
+    missing = [lang.code for lang in languages if lang.code not in manifests]
     bases = {manifest["base_url"] for manifest in manifests.values()}
     problem = (f"it waits for: {', '.join(missing)}" if missing else
                "the languages were built with different book_base_url values; build them all again"
@@ -110,29 +111,29 @@ def write(site: Path, doctrees: Path, languages: list[dict], docs: Path, suffixe
         for name in ROOT_FILES:
             (site / name).unlink(missing_ok=True)
         return problem
-    first = manifests[languages[0]["code"]]
+    first = manifests[languages[0].code]
     base = first["base_url"]
     (site / "index.html").write_text(ROOT_PAGE.format(
-        default_lang=languages[0]["hreflang"],
+        default_lang=languages[0].hreflang,
         title=escape(first["root_title"]),
         # Absolute, or none: search engines refuse a relative hreflang address.
         alternates="\n".join(
-            f'<link rel="alternate" hreflang="{e["hreflang"]}" href="{escape(base)}/{e["code"]}/index.html">'
+            f'<link rel="alternate" hreflang="{e.hreflang}" href="{escape(base)}/{e.code}/index.html">'
             for e in languages) if base else "",
-        languages=json.dumps([{"code": e["code"], "hreflang": e["hreflang"]} for e in languages]),
+        languages=json.dumps([{"code": e.code, "hreflang": e.hreflang} for e in languages]),
         links="\n".join(
-            f'<li><a href="{e["code"]}/index.html" hreflang="{e["hreflang"]}" '
-            f'lang="{e["hreflang"]}">{escape(e["name"])}</a></li>' for e in languages),
+            f'<li><a href="{e.code}/index.html" hreflang="{e.hreflang}" '
+            f'lang="{e.hreflang}">{escape(e.name)}</a></li>' for e in languages),
     ), encoding="utf8")
     sections = "\n".join(
-        f'<section lang="{lang["hreflang"]}"><h1>{escape(manifests[lang["code"]]["not_found"])}</h1>'
-        f'<p><a href="{escape(base)}/{lang["code"]}/index.html">{escape(manifests[lang["code"]]["not_found_link"])}</a></p>'
+        f'<section lang="{lang.hreflang}"><h1>{escape(manifests[lang.code]["not_found"])}</h1>'
+        f'<p><a href="{escape(base)}/{lang.code}/index.html">{escape(manifests[lang.code]["not_found_link"])}</a></p>'
         '</section>'
         for lang in languages
     )
     (site / "404.html").write_text(
         # One page for every language: its title names the book in each of them.
-        NOT_FOUND.format(lang=languages[0]["hreflang"], title=" · ".join(escape(e["project"]) for e in languages),
+        NOT_FOUND.format(lang=languages[0].hreflang, title=" · ".join(escape(e.project) for e in languages),
                          sections=sections),
         encoding="utf8")
     robots = "User-agent: *\nAllow: /\n" + (f"Sitemap: {base}/sitemap.xml\n" if base else "")

@@ -20,7 +20,7 @@ def notebook(*sources: str):
 
 def run_one(number: int) -> tuple[str | None, str]:
     nb = notebook(f"print({number} * 2)")
-    result = runner.execute(nb, timeout=120)
+    result = runner.PageRunner().execute(nb, timeout=120)
     return result.error, nb.cells[0].outputs[0]["text"] if nb.cells[0].outputs else ""
 
 
@@ -35,7 +35,7 @@ def test_many_kernels_started_at_once_all_run():
 
 def test_a_dead_kernel_is_a_result_with_its_cell_and_exit_code():
     nb = notebook("print('first')", "import os\nos._exit(7)", "print('never')")
-    result = runner.execute(nb, timeout=60)
+    result = runner.PageRunner().execute(nb, timeout=60)
     assert (result.error, result.cell, result.detail) == ("DeadKernelError", 1, "exit code 7")
     assert nb.cells[0].outputs[0]["text"] == "first\n"
 

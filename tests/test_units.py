@@ -186,3 +186,22 @@ def test_every_interface_string_is_translated_with_the_same_placeholders():
         # A translation may leave a value out (the zh code prompt omits myst-nb's English
         # {type}), never ask for one the code does not pass.
         assert fields(entry.string) <= fields(english), key
+
+
+def test_each_build_has_a_page_executor_of_its_own(tmp_path):
+    from book_extensions.execution.runner import PageRunner
+    from book_extensions.paths import ROOT
+
+    log = tmp_path / "doctrees" / "book-writes.log"
+    log.parent.mkdir()
+    log.write_text("an earlier build's line\n")
+    build = PageRunner.for_build(ROOT, ROOT / "docs", [tmp_path / "out"], limit=10, log=log)
+    assert (build.watched_sources, build.sources_root, build.output_limit) == ([ROOT], ROOT, 10)
+    assert log.read_text() == ""  # an earlier build's writes are not this one's
+    build.executed_notebooks["page.md"] = object()
+    bare = PageRunner()  # a tool's, outside a build: nothing watched, no limit, nothing shared
+    assert (bare.watched_sources, bare.writes_log, bare.output_limit, bare.executed_notebooks) == ([], None, None, {})
+    log.write_text(f"page-a\t{ROOT}/README.md\npage-b\t{ROOT}/docs/x\n")
+    assert build.written_by_other_pages("page-b") == {f"{ROOT}/README.md"}
+    before, after = {f"{ROOT}/a": (1, 1)}, {f"{ROOT}/a": (2, 1), f"{ROOT}/b": (1, 1)}
+    assert build.changed_sources(before, after, {f"{ROOT}/b"}) == ["a"]

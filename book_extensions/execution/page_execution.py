@@ -101,9 +101,12 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     # so one build reports every unexpected (or missing) error of every page.
     config.nb_execution_allow_errors = True
     config.nb_execution_raise_on_error = False
-    runner.configure(Path(app.confdir), Path(app.srcdir).parent, limit=config.book_output_limit,
-                       build_folders=[Path(app.outdir), Path(app.doctreedir), Path(config.book_cache_root)],
-                       log=Path(app.doctreedir, "book-writes.log"))
+    # This build's page executor: myst-nb runs every page through it from now on.
+    app.book_page_runner = runner.PageRunner.for_build(
+        Path(app.confdir), Path(app.srcdir).parent, limit=config.book_output_limit,
+        build_folders=[Path(app.outdir), Path(app.doctreedir), Path(config.book_cache_root)],
+        log=Path(app.doctreedir, "book-writes.log"))
+    app.book_page_runner.install()
     # Prose names the torch that built the page as {{ torch_version }}, never as a literal.
     config.myst_substitutions = {**config.myst_substitutions, "torch_version": torch_version()}
     if device != "cpu":
@@ -160,8 +163,8 @@ def source_notebook(app: Sphinx, docname: str):
 
 
 def executed_notebook(app: Sphinx, docname: str):
-    """The page's notebook with its outputs, as the execution client left it."""
-    return runner.executed_notebooks.pop(str(Path(app.env.doc2path(docname))))
+    """The page's notebook with its outputs, as this build's page executor left it."""
+    return app.book_page_runner.executed_notebooks.pop(str(Path(app.env.doc2path(docname))))
 
 
 def report_failed_execution(app: Sphinx, docname: str, exec_data: dict) -> None:
@@ -249,7 +252,6 @@ def write_executions(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> None:
-    runner.install()
     app.connect("config-inited", configure_execution)
     app.connect("builder-inited", keep_build_files_out_of_the_site, priority=600)
     app.connect("env-before-read-docs", on_env_before_read_docs)

@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from stat import S_ISREG
@@ -68,20 +68,6 @@ from traitlets import Integer, default
 
 from .cell_checks import output_size, too_much_output
 from .code_comments import code_of
-
-# Set by the build before pages are read (and before parallel readers fork): the folders
-# whose files a page must not change (the book's repository, its docs), the folder they
-# are named from in messages, the folders in them the build itself writes (output, cache),
-# the log in which kernels note what they write (kernel/writes.py), and the most characters
-# a code cell may show (None: no limit).
-watched_sources: list[Path] = []
-sources_root = Path(".")
-unwatched: list[Path] = []
-writes_log: Path | None = None
-output_limit: int | None = None
-
-# The executed notebook of each page read in this process, for the checks that follow.
-executed_notebooks: dict[str, object] = {}
 
 # A control character other than \t, \n, \r, unless it starts an ANSI colour (SGR) sequence,
 # which myst-nb renders as colour. Browsers show the rest as nothing, or as a box.
@@ -208,20 +194,6 @@ def repository(folder: Path) -> Path:
     return folder
 
 
-def configure(confdir: Path, docs: Path, build_folders: list[Path], limit: int, log: Path) -> None:
-    """Before pages are read: watch the repository of ``confdir`` and that of ``docs`` (one
-    and the same, unless the docs are elsewhere) but the folders the build writes itself;
-    kernels note what they write in ``log``; a cell may show ``limit`` characters."""
-    global sources_root, watched_sources, unwatched, writes_log, output_limit
-    sources_root = confdir
-    watched_sources = sorted({repository(confdir), repository(docs)})
-    unwatched = build_folders
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_bytes(b"")  # an earlier build's writes are not this one's
-    writes_log = log
-    output_limit = limit
-
-
 def watched_files(root: Path) -> list[str]:
     """Every file under ``root`` that git does not ignore; outside a git work tree, every
     file but those in hidden folders, ``__pycache__`` and ``_build``."""
@@ -235,45 +207,6 @@ def watched_files(root: Path) -> list[str]:
         subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in ("__pycache__", "_build")]
         files += [os.path.join(folder, name) for name in names]
     return files
-
-
-def source_state() -> dict[str, tuple[int, int]]:
-    """(mtime, size) of every watched file but those the build writes itself."""
-    skipped = tuple(os.path.join(folder, "") for folder in unwatched)
-    state = {}
-    for root in watched_sources:
-        for path in watched_files(root):
-            if path.startswith(skipped):
-                continue
-            try:
-                stat = os.stat(path)
-            except FileNotFoundError:  # deleted, but still tracked; or an editor's swap file
-                continue
-            if S_ISREG(stat.st_mode):
-                state[path] = (stat.st_mtime_ns, stat.st_size)
-    return state
-
-
-def changed_sources(before: dict, after: dict, written_elsewhere: set[str] = frozenset()) -> list[str]:
-    """What changed, named from ``sources_root``; a file only other pages noted writing is theirs."""
-    def relative(path: str) -> str:
-        with suppress(ValueError):
-            return Path(path).relative_to(sources_root).as_posix()
-        return path
-
-    changed = [p for p in after if before.get(p) != after[p]] + [p for p in before if p not in after]
-    return sorted(relative(p) for p in changed if p not in written_elsewhere)
-
-
-def written_by_other_pages(page_id: str) -> set[str]:
-    """Paths the kernels of other pages noted writing (kernel/writes.py), and not this one."""
-    if writes_log is None or not writes_log.exists():
-        return set()
-    mine, others = set(), set()
-    for line in writes_log.read_text(encoding="utf8", errors="surrogateescape").splitlines():
-        page, _, path = line.partition("\t")
-        (mine if page == page_id else others).add(path)
-    return others - mine
 
 
 def adopt_orphans() -> None:
@@ -337,95 +270,178 @@ class PageProcesses:
         return sorted(self.started[process] for process in left)
 
 
-def execute(notebook, timeout: int | None) -> Execution:
-    """Run every cell, errors included, in an empty scratch folder; the notebook gets the outputs.
+@dataclass
+class PageRunner:
+    """The page executor of one build: runs its pages and keeps what they left.
 
-    A page must not change the watched files, and must wait for the processes it starts:
-    those still running when it ends are stopped and reported.
+    Made by the build before pages are read (:meth:`for_build`), so before parallel readers
+    fork: each then has its own copy, and its own executed notebooks. What it holds: the
+    folders whose files a page must not change (the book's repository, its docs), the folder
+    they are named from in messages, the folders in them the build itself writes (output,
+    cache), the log in which kernels note what they write (kernel/writes.py), the most
+    characters a code cell may show (None: no limit), and the executed notebook of each page
+    read in this process, for the checks that follow. Made bare, it watches nothing and
+    limits nothing (a tool that executes pages outside a build: ``releases record``).
     """
-    running: dict[str, int] = {}
-    processes = PageProcesses()
 
-    def on_cell_start(cell, cell_index: int) -> None:
-        if cell.cell_type == "code":  # nbclient calls this for Markdown cells too
-            running["cell"] = cell_index
+    watched_sources: list[Path] = field(default_factory=list)
+    sources_root: Path = Path(".")
+    unwatched: list[Path] = field(default_factory=list)
+    writes_log: Path | None = None
+    output_limit: int | None = None
+    executed_notebooks: dict[str, object] = field(default_factory=dict, repr=False)
 
-    def on_cell_executed(cell, cell_index: int, execute_reply) -> None:
-        processes.cell_ended(cell_index)
+    @classmethod
+    def for_build(cls, confdir: Path, docs: Path, build_folders: list[Path], limit: int, log: Path) -> PageRunner:
+        """Before pages are read: watch the repository of ``confdir`` and that of ``docs`` (one
+        and the same, unless the docs are elsewhere) but the folders the build writes itself;
+        kernels note what they write in ``log``; a cell may show ``limit`` characters."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_bytes(b"")  # an earlier build's writes are not this one's
+        return cls(watched_sources=sorted({repository(confdir), repository(docs)}), sources_root=confdir,
+                   unwatched=build_folders, writes_log=log, output_limit=limit)
 
-    before = source_state()
-    started = time.perf_counter()
-    result = Execution(0.0)
-    # A cell may leave a process writing in its folder: cleaning up must not fail the build.
-    with tempfile.TemporaryDirectory(prefix="book-page-", ignore_cleanup_errors=True) as scratch:
-        # The sockets live beside the page's working folder, named by absolute path:
-        # a relative one would resolve differently in the kernel and in this process.
-        sockets = Path(scratch, "sockets")
-        work = Path(scratch, "work")
-        sockets.mkdir()
-        work.mkdir()
-        kernel_name = notebook.metadata.get("kernelspec", {}).get("name", "python3")
-        manager = IpcKernelManager(kernel_name=kernel_name, ip=str(sockets / "kernel"))
-        client = CheckedClient(
-            notebook,
-            km=manager,
-            timeout=timeout,
-            allow_errors=True,
-            record_timing=False,
-            on_notebook_start=lambda notebook: setattr(processes, "kernel_pid", manager.provisioner.pid),
-            on_cell_start=on_cell_start,
-            on_cell_executed=on_cell_executed,
-            resources={"metadata": {"path": str(work)}},
-            output_limit=output_limit,
-        )
-        client.owns_km = True  # so that nbclient shuts the kernel down when the page is done
-        environment = dict(os.environ)
-        if writes_log is not None:  # read by kernel/writes.py
-            environment.update(BOOK_WRITES_LOG=str(writes_log), BOOK_PAGE_ID=scratch,
-                               BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, watched_sources)))
-        # The kernel's own messages (not the cells' output, which arrives as messages)
-        # go to a log: the last line says why a dead kernel died.
-        kernel_log = Path(scratch, "kernel.log")
-        try:
-            with kernel_log.open("w") as log:
-                client.execute(stdout=log, stderr=log, env=environment)
-        except CellTimeoutError:
-            result.error = "CellTimeoutError"
-        except DeadKernelError:
-            code = manager.exit_code
-            result.error = "DeadKernelError"
-            result.detail = f"exit code {code}" if code is not None else "exit code unknown"
-            last = [line for line in kernel_log.read_text(errors="replace").splitlines() if line.strip()]
-            if last:
-                result.detail += f": {last[-1].strip()}"
-        except Exception as error:  # noqa: BLE001 - reported with the page, never a crash
-            if getattr(client, "_async_cleanup_kernel_future", None) is not None:
-                # nbclient caught Ctrl-C (or SIGTERM) and shut the kernel down: stop the build.
-                raise KeyboardInterrupt from error
-            result.error = type(error).__name__
-            result.detail = (str(error).strip().splitlines() or [""])[0]
-        finally:
-            # Before the sources are compared: a process left running cannot write later,
-            # when another page would be blamed.
-            left = processes.stop_the_rest(running.get("cell", 0))
-    result.seconds = time.perf_counter() - started
-    result.cell = running.get("cell") if result.error else None
-    refusal = client.refusal()
-    if refusal is not None:  # it killed the kernel: that is not the cause to report
-        result.error = "PageProblem"
-        result.cell, result.detail = refusal
-    if left and not result.error:
-        result.error = "PageProblem"
-        result.cell = left[0][0]
-        shown = " / ".join(name[:60] for _, name in left[:3]) + (" / …" if len(left) > 3 else "")
-        count = "a process" if len(left) == 1 else f"{len(left)} processes"
-        result.detail = (f"{code_cell(notebook, result.cell)} left {count} running ({shown}): "
-                         "a page must wait for what it starts; it was stopped")
-    changed = changed_sources(before, source_state(), written_by_other_pages(scratch))
-    if changed and not result.error:
-        result.error = "SourcesChanged"
-        result.detail = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-    return result
+    def source_state(self) -> dict[str, tuple[int, int]]:
+        """(mtime, size) of every watched file but those the build writes itself."""
+        skipped = tuple(os.path.join(folder, "") for folder in self.unwatched)
+        state = {}
+        for root in self.watched_sources:
+            for path in watched_files(root):
+                if path.startswith(skipped):
+                    continue
+                try:
+                    stat = os.stat(path)
+                except FileNotFoundError:  # deleted, but still tracked; or an editor's swap file
+                    continue
+                if S_ISREG(stat.st_mode):
+                    state[path] = (stat.st_mtime_ns, stat.st_size)
+        return state
+
+    def changed_sources(self, before: dict, after: dict, written_elsewhere: set[str] = frozenset()) -> list[str]:
+        """What changed, named from ``sources_root``; a file only other pages noted writing is theirs."""
+        def relative(path: str) -> str:
+            with suppress(ValueError):
+                return Path(path).relative_to(self.sources_root).as_posix()
+            return path
+
+        changed = [p for p in after if before.get(p) != after[p]] + [p for p in before if p not in after]
+        return sorted(relative(p) for p in changed if p not in written_elsewhere)
+
+    def written_by_other_pages(self, page_id: str) -> set[str]:
+        """Paths the kernels of other pages noted writing (kernel/writes.py), and not this one."""
+        if self.writes_log is None or not self.writes_log.exists():
+            return set()
+        mine, others = set(), set()
+        for line in self.writes_log.read_text(encoding="utf8", errors="surrogateescape").splitlines():
+            page, _, path = line.partition("\t")
+            (mine if page == page_id else others).add(path)
+        return others - mine
+
+    def execute(self, notebook, timeout: int | None) -> Execution:
+        """Run every cell, errors included, in an empty scratch folder; the notebook gets the outputs.
+
+        A page must not change the watched files, and must wait for the processes it starts:
+        those still running when it ends are stopped and reported.
+        """
+        running: dict[str, int] = {}
+        processes = PageProcesses()
+
+        def on_cell_start(cell, cell_index: int) -> None:
+            if cell.cell_type == "code":  # nbclient calls this for Markdown cells too
+                running["cell"] = cell_index
+
+        def on_cell_executed(cell, cell_index: int, execute_reply) -> None:
+            processes.cell_ended(cell_index)
+
+        before = self.source_state()
+        started = time.perf_counter()
+        result = Execution(0.0)
+        # A cell may leave a process writing in its folder: cleaning up must not fail the build.
+        with tempfile.TemporaryDirectory(prefix="book-page-", ignore_cleanup_errors=True) as scratch:
+            # The sockets live beside the page's working folder, named by absolute path:
+            # a relative one would resolve differently in the kernel and in this process.
+            sockets = Path(scratch, "sockets")
+            work = Path(scratch, "work")
+            sockets.mkdir()
+            work.mkdir()
+            kernel_name = notebook.metadata.get("kernelspec", {}).get("name", "python3")
+            manager = IpcKernelManager(kernel_name=kernel_name, ip=str(sockets / "kernel"))
+            client = CheckedClient(
+                notebook,
+                km=manager,
+                timeout=timeout,
+                allow_errors=True,
+                record_timing=False,
+                on_notebook_start=lambda notebook: setattr(processes, "kernel_pid", manager.provisioner.pid),
+                on_cell_start=on_cell_start,
+                on_cell_executed=on_cell_executed,
+                resources={"metadata": {"path": str(work)}},
+                output_limit=self.output_limit,
+            )
+            client.owns_km = True  # so that nbclient shuts the kernel down when the page is done
+            environment = dict(os.environ)
+            if self.writes_log is not None:  # read by kernel/writes.py
+                environment.update(BOOK_WRITES_LOG=str(self.writes_log), BOOK_PAGE_ID=scratch,
+                                   BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))
+            # The kernel's own messages (not the cells' output, which arrives as messages)
+            # go to a log: the last line says why a dead kernel died.
+            kernel_log = Path(scratch, "kernel.log")
+            try:
+                with kernel_log.open("w") as log:
+                    client.execute(stdout=log, stderr=log, env=environment)
+            except CellTimeoutError:
+                result.error = "CellTimeoutError"
+            except DeadKernelError:
+                code = manager.exit_code
+                result.error = "DeadKernelError"
+                result.detail = f"exit code {code}" if code is not None else "exit code unknown"
+                last = [line for line in kernel_log.read_text(errors="replace").splitlines() if line.strip()]
+                if last:
+                    result.detail += f": {last[-1].strip()}"
+            except Exception as error:  # noqa: BLE001 - reported with the page, never a crash
+                if getattr(client, "_async_cleanup_kernel_future", None) is not None:
+                    # nbclient caught Ctrl-C (or SIGTERM) and shut the kernel down: stop the build.
+                    raise KeyboardInterrupt from error
+                result.error = type(error).__name__
+                result.detail = (str(error).strip().splitlines() or [""])[0]
+            finally:
+                # Before the sources are compared: a process left running cannot write later,
+                # when another page would be blamed.
+                left = processes.stop_the_rest(running.get("cell", 0))
+        result.seconds = time.perf_counter() - started
+        result.cell = running.get("cell") if result.error else None
+        refusal = client.refusal()
+        if refusal is not None:  # it killed the kernel: that is not the cause to report
+            result.error = "PageProblem"
+            result.cell, result.detail = refusal
+        if left and not result.error:
+            result.error = "PageProblem"
+            result.cell = left[0][0]
+            shown = " / ".join(name[:60] for _, name in left[:3]) + (" / …" if len(left) > 3 else "")
+            count = "a process" if len(left) == 1 else f"{len(left)} processes"
+            result.detail = (f"{code_cell(notebook, result.cell)} left {count} running ({shown}): "
+                             "a page must wait for what it starts; it was stopped")
+        changed = self.changed_sources(before, self.source_state(), self.written_by_other_pages(scratch))
+        if changed and not result.error:
+            result.error = "SourcesChanged"
+            result.detail = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        return result
+
+    def install(self) -> None:
+        """Make myst-nb run pages through PageClient, with this runner, in the "cache" execution mode."""
+        import myst_nb.sphinx_ as myst_nb_sphinx
+
+        # myst-nb's own, which an earlier build's runner may have replaced already.
+        original = getattr(myst_nb_sphinx.create_client, "book_replaced", myst_nb_sphinx.create_client)
+
+        def create_client(notebook, source, nb_config, logger, read_fmt=None):
+            if nb_config.execution_mode == "cache":
+                path = Path(source) if Path(source).is_file() else None
+                return PageClient(notebook, path, nb_config, logger, runner=self)
+            return original(notebook, source, nb_config, logger, read_fmt)
+
+        create_client.book_replaced = original
+        myst_nb_sphinx.create_client = create_client
 
 
 def cache_lock(cache_path: str) -> FileLock:
@@ -519,7 +535,12 @@ def utc_timestamp(naive_utc: datetime) -> float:
 
 
 class PageClient(NotebookClientBase):
-    """Outputs from the cache, or from a fresh execution that is then cached if it succeeded."""
+    """Outputs from the cache, or from a fresh execution that is then cached if it succeeded;
+    ``runner`` executes the page, and keeps its executed notebook."""
+
+    def __init__(self, notebook, path, nb_config, logger, *, runner: PageRunner, **kwargs) -> None:
+        super().__init__(notebook, path, nb_config, logger, **kwargs)
+        self.runner = runner
 
     def start_client(self) -> None:
         cache_path = self.nb_config.execution_cache_path
@@ -545,7 +566,7 @@ class PageClient(NotebookClientBase):
             return
         if self.path is None:
             raise ValueError("a page must be a file to be executed through the cache")
-        result = execute(self.notebook, self.nb_config.execution_timeout)
+        result = self.runner.execute(self.notebook, self.nb_config.execution_timeout)
         if result.error is None:
             try:
                 store(cache_path, self.notebook, str(self.path), result.seconds)
@@ -570,22 +591,4 @@ class PageClient(NotebookClientBase):
     def remember(self) -> None:
         # A copy: myst-nb then takes glued values out of the notebook and merges its streams.
         if self.path is not None:
-            executed_notebooks[str(self.path)] = copy.deepcopy(self.notebook)
-
-
-def install() -> None:
-    """Make myst-nb use PageClient for the "cache" execution mode."""
-    import myst_nb.sphinx_ as myst_nb_sphinx
-
-    original = myst_nb_sphinx.create_client
-    if getattr(original, "book_page_client", False):
-        return
-
-    def create_client(notebook, source, nb_config, logger, read_fmt=None):
-        if nb_config.execution_mode == "cache":
-            path = Path(source) if Path(source).is_file() else None
-            return PageClient(notebook, path, nb_config, logger)
-        return original(notebook, source, nb_config, logger, read_fmt)
-
-    create_client.book_page_client = True
-    myst_nb_sphinx.create_client = create_client
+            self.runner.executed_notebooks[str(self.path)] = copy.deepcopy(self.notebook)

@@ -43,6 +43,7 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int, pages=None) -> li
     except KernelMismatch as error:
         raise ReleasesError(str(error)) from None
     cache = get_cache(str(cache_dir))
+    page_runner = runner.PageRunner()  # outside a build: nothing watched, no output limit
     executed = []
     if pages is None:
         pages = [(page, notebook, docs / reference_language() / f"{page}.md")
@@ -54,7 +55,7 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int, pages=None) -> li
             record, _, _ = runner.cached_notebook(cache, notebook)
         if record is not None:
             continue
-        result = runner.execute(notebook, timeout)
+        result = page_runner.execute(notebook, timeout)
         if result.error is not None:
             raise ReleasesError(f"{docs.name}/{path.relative_to(docs).as_posix()}: execution stopped with {result.error}"
                                 + (f" ({result.detail})" if result.detail else ""))

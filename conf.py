@@ -28,7 +28,7 @@ copybutton_only_copy_prompt_lines = True
 # The languages of the book, in the order the language switch lists them.
 # "code" is the folder under docs/ and in the built site; the first is the default.
 # The separators are typography: what goes between two sentences, and between list items;
-# "typography": "cjk" checks a CJK edition's spacing and punctuation (book_extensions/typography.py).
+# "typography": "cjk" checks a CJK edition's spacing and punctuation (book_extensions/checks/typography.py).
 book_languages = [
     {"code": "en", "sphinx": "en", "hreflang": "en", "name": "English",
      "project": "Cutting the Graph", "author": "the authors of Cutting the Graph",

@@ -27,7 +27,7 @@ Each session runs verbs of the book's one command, ``python -m book_extensions <
 ``python -m book_extensions --help`` lists every verb, ``<verb> --help`` gives its arguments.
 Without nox installed, ``python3 noxfile.py -s docs`` installs it first (see below).
 Every session runs in one shared environment per torch release, ``.toolchain/torch-<release>/``
-(book_extensions/tools/toolchain.py), not in a virtualenv of its own.
+(book_extensions/commands/toolchain.py), not in a virtualenv of its own.
 """
 
 import os
@@ -53,8 +53,8 @@ if __name__ == "__main__":
 import nox  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from book_extensions import release_list  # noqa: E402  (standard library only)
-from book_extensions.tools import toolchain  # noqa: E402  (standard library only)
+from book_extensions.commands import toolchain  # noqa: E402  (standard library only)
+from book_extensions.records import release_list  # noqa: E402  (standard library only)
 
 nox.needs_version = f">={NOX_VERSION}"
 nox.options.sessions = ["tests", "doctest"]
@@ -68,7 +68,7 @@ def environment(session: nox.Session, release: str | None = None) -> Path:
     """The shared environment of a torch release (default: the pinned one), made once.
 
     Every session runs in it instead of a virtualenv of its own: torch's wheel and its
-    CUDA libraries take about 5 GB (see book_extensions/tools/toolchain.py).
+    CUDA libraries take about 5 GB (see book_extensions/commands/toolchain.py).
     """
     try:
         env = toolchain.ensure(release, log=session.log)

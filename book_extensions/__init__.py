@@ -1,52 +1,60 @@
 """Sphinx extensions that turn ``docs/`` into the bilingual, executed book.
 
-Each module handles one concern and has its own ``setup``:
+The package is laid out by the stage of the book's making; each stage is a folder, each module
+in it does one job (its docstring says which) and, if it is an extension, has its own ``setup``:
 
-- :mod:`.config`: every ``book_*`` setting, declared, registered and checked in one place
-  (the build driver and the tools read conf.py through it too);
-- :mod:`.languages`: per-language settings, hreflang links and the language switch;
-- :mod:`.execution`: the kernel's device, the execution cache, and what the build does
-  with each page's execution (its provenance line);
-- :mod:`.cells`: checks on every executed cell (expected errors, output size, comments in
-  the edition's language, no output that shows them) and outputs cleaned of addresses and
-  build paths;
-- :mod:`.code_comments`: a code cell's code apart from its comments and docstrings (what
-  parity compares and the cache is keyed on), and which of them are still in English;
-- :mod:`.notebooks`: each page as an executed notebook, to download or open in Colab;
-- :mod:`.editions`: what the builds of the offline editions (PDF, EPUB) need, and the links
-  to them;
-- :mod:`.executor`: runs a page in a fresh kernel (or takes it from the cache), with
-  every failure reported against its page and cell;
-- :mod:`.parity`: the two languages have the same pages, code and structure;
-- :mod:`.pages`: what a page's source must be (UTF-8, a MyST notebook, Python cells, no
-  execution settings of its own, a title);
-- :mod:`.page_state`: what the extensions note about each page, in one environment collector;
-- :mod:`.search`: the Chinese search language and the in-browser ranking of results;
-- :mod:`.layout`: outputs, tables and inline code that read on a phone and in print;
-- :mod:`.prose`: no sentence names the torch release that built it, and a language's prose
-  uses the words of its term list (docs/terms.zh.toml);
-- :mod:`.typography`: a CJK edition's spacing and punctuation (autocorrect-py on its sources,
-  and checks on its pages once every link has its text);
-- :mod:`.offline`: the built site loads nothing from other hosts;
-- :mod:`.artifacts`: no published file (figure, notebook, search index, edition) shows
-  a build machine's folders;
-- :mod:`.assets`: the themes' stylesheets cut to the rules the pages can use, and Font
-  Awesome to the icons they show (a lighter first load);
-- :mod:`.first_paint`: the CSS a page can use inline in its head (no stylesheet to wait
-  for) and its head scripts deferred, so nothing blocks its first paint;
-- :mod:`.records`: what every code cell printed, recorded per device and release, and compared;
-- :mod:`.devices`: the device a build names, and the "CPU vs CUDA" page;
-- :mod:`.release_list`: the torch releases of torch-releases.txt (standard library only);
-- :mod:`.releases`: records under older torch releases, and what changed between them;
-- :mod:`.site`: Open Graph tags, the footer, and each language's manifest for the site root;
-- :mod:`.site_root` (run by the build driver): the language chooser, 404, robots.txt, sitemap.xml;
-- :mod:`.provenance`: the page that says what built the book.
+- :mod:`.configuration`: what conf.py declares, read and checked before anything runs:
+  :mod:`~.configuration.settings` (every ``book_*`` setting, checked in one place; the build
+  driver and the tools read conf.py through it too), :mod:`~.configuration.languages`
+  (per-language settings, hreflang links, the language switch, the catalogs) and
+  :mod:`~.configuration.messages` (the interface strings the extensions add);
+- :mod:`.execution`: how pages execute: :mod:`~.execution.page_execution` (the kernels'
+  device and environment, the execution cache, what the build does with each page's
+  execution), :mod:`~.execution.runner` (the page executor: a page's cells in a fresh kernel,
+  or its outputs from the cache), :mod:`~.execution.cache_key` (which cache, and whether the
+  kernel is the toolchain's; no Sphinx), :mod:`~.execution.cell_checks` (every executed cell
+  judged, outputs cleaned), :mod:`~.execution.code_comments` (a cell's code apart from its
+  comments: what parity compares and the cache is keyed on), :mod:`~.execution.notebook_downloads`
+  (each page as an executed notebook, to download or open in Colab) and
+  :mod:`~.execution.page_state` (what the extensions note about each page);
+- :mod:`.kernel`: code that runs inside the pages' kernels, not in Sphinx (startup file,
+  figures, the audit of what a page writes); pages import its figures by this name;
+- :mod:`.checks`: what the build refuses: :mod:`~.checks.page_sources` (what a page's source
+  must be), :mod:`~.checks.parity` (the languages are the same book), :mod:`~.checks.prose`
+  (no torch release named in prose, a language's terms), :mod:`~.checks.typography` (a CJK
+  edition's spacing and punctuation), :mod:`~.checks.remote_loads` (the site loads nothing
+  from other hosts) and :mod:`~.checks.leaked_paths` (no published file shows a build
+  machine's folders);
+- :mod:`.site`: what the web site is made of: :mod:`~.site.readable_layout` (outputs, tables
+  and inline code that read on a phone and in print), :mod:`~.site.search`,
+  :mod:`~.site.asset_trimming` (the themes' stylesheets and icon font cut to what pages use),
+  :mod:`~.site.first_paint` (each page's CSS inline, its head scripts deferred),
+  :mod:`~.site.meta_and_footer` (Open Graph tags, the footer, each language's manifest),
+  :mod:`~.site.root_files` (run by the build driver: language chooser, 404, robots.txt,
+  sitemap.xml), :mod:`~.site.provenance_page` (what built the book) and
+  :mod:`~.site.device_page` (the device's name, and the "CPU vs CUDA" page);
+- :mod:`.editions`: the offline editions: :mod:`~.editions.offline_builders` (what the
+  singlehtml and epub builds need, and the links to the editions) and
+  :mod:`~.editions.make_editions` (the command that makes each language's PDF and EPUB);
+- :mod:`.records`: what every code cell printed: :mod:`~.records.cell_records` (recorded per
+  device and release, and compared), :mod:`~.records.release_list` (torch-releases.txt;
+  standard library only), :mod:`~.records.release_changes` (what changed between releases,
+  in the book) and :mod:`~.records.release_records` (the command that records the book under
+  the installed torch);
+- :mod:`.commands`: the command-line tools that are no stage of their own (build and its
+  publishing step, serve, bench, weight, lighthouse, determinism, gpu_checks, toolchain,
+  wheelhouse, and the Chromium they share).
 
-Code that runs inside the pages' kernels is in :mod:`.kernel`; the command-line tools
-(build and its publishing step, serve, editions, bench, weight, lighthouse, determinism, releases, gpu_checks,
-toolchain, wheelhouse) are in :mod:`.tools`. Every tool, those of the extensions' modules too (parity, typography,
-records, upstream), is a verb of one command, ``python -m book_extensions <verb>`` (:mod:`.__main__`, which
-imports a tool only when its verb runs; ``--help`` lists the verbs).
+Every tool, those in a stage's folder or at the top too (editions, releases, records, parity,
+typography, upstream), is a verb of one command, ``python -m book_extensions <verb>`` (:mod:`.__main__`, which
+imports a tool only when its verb runs; ``--help`` lists the verbs). No stage's
+``__init__`` imports anything, so importing one module imports no other: the build
+driver runs without importing Sphinx, and ``records.release_list``, ``commands.toolchain``
+and ``commands.wheelhouse`` run where Sphinx is not installed. The data the extensions use
+lie beside the stages: ``locale/`` (the catalogs), ``static/`` and ``templates/``.
+
+:mod:`.paths` says where the repository and the package are, and how a message names a path
+(standard library only); every module takes them from there.
 
 Where the book leans on another project's internals or copies its files, and why:
 :mod:`.upstream` lists every case; ``tests/test_upstream.py`` fails when one moves.
@@ -54,28 +62,17 @@ Where the book leans on another project's internals or copies its files, and why
 
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions <verb>`` imports only what its tool needs.
-    from . import (
-        artifacts,
-        assets,
-        config,
-        devices,
-        editions,
-        execution,
-        first_paint,
-        languages,
-        layout,
-        offline,
-        page_state,
-        pages,
-        parity,
-        prose,
-        provenance,
-        releases,
-        site,
-        typography,
-    )
+    from .checks import leaked_paths, page_sources, parity, prose, remote_loads, typography
+    from .configuration import languages, settings
+    from .editions import offline_builders
+    from .execution import page_execution, page_state
+    from .records import release_changes
+    from .site import asset_trimming, device_page, first_paint, meta_and_footer, provenance_page, readable_layout
 
-    for module in (config, page_state, languages, layout, execution, editions, pages, parity, prose,
-                   typography, offline, assets, first_paint, devices, releases, site, provenance, artifacts):
+    # In the order they were registered before the package was laid out by stage: handlers of
+    # one event with one priority run in it (settings first: it checks every setting).
+    for module in (settings, page_state, languages, readable_layout, page_execution, offline_builders, page_sources,
+                   parity, prose, typography, remote_loads, asset_trimming, first_paint, device_page, release_changes,
+                   meta_and_footer, provenance_page, leaked_paths):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

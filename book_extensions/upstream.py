@@ -37,14 +37,14 @@ class Workaround:
 
 WORKAROUNDS = [
     Workaround(
-        "book_extensions/tools/wheelhouse.py",
+        "book_extensions/commands/wheelhouse.py",
         "reads requirements, markers and versions with packaging; a bare Python that has pip but "
         "not packaging (nox -s wheelhouse runs without the toolchain) gets pip's vendored copy",
         "every Python the wheelhouse runs on has packaging",
         internal="pip._vendor.packaging.markers:Marker",
     ),
     Workaround(
-        "book_extensions/executor.py",
+        "book_extensions/execution/runner.py",
         "replaces myst-nb's client for the 'cache' execution mode (no setting selects another): "
         "TCP port races between parallel kernels, a dead kernel crashing the build, pages run beside "
         "their sources, jupyter-cache's record trimming racing between parallel readers, UTC read as local",
@@ -53,7 +53,7 @@ WORKAROUNDS = [
         signature="(notebook, source, nb_config, logger, read_fmt=None)",
     ),
     Workaround(
-        "book_extensions/cells.py",
+        "book_extensions/execution/cell_checks.py",
         "body_lines finds where a code cell's code starts in its page with myst-parser's directive "
         "parser and a stand-in for myst-nb's private _MockDirective (its option rules), so a message "
         "names the .md line of a comment",
@@ -62,20 +62,20 @@ WORKAROUNDS = [
         signature="(directive_class, first_line, content, *, line=None, validate_options=True, additional_options=None)",
     ),
     Workaround(
-        "book_extensions/executor.py",
+        "book_extensions/execution/runner.py",
         "the executor subclasses myst-nb's client base and fills its exec_metadata",
         "as above",
         internal="myst_nb.core.execute.base:NotebookClientBase.exec_metadata",
     ),
     Workaround(
-        "book_extensions/execution.py, provenance.py",
+        "book_extensions/execution/page_execution.py, book_extensions/site/provenance_page.py",
         "each page's execution record (executed or cached, when, failure) is read from myst-nb's collector",
         "myst-nb documents a way to read it",
         internal="myst_nb.sphinx_:NbMetadataCollector.get_exec_data",
         signature="(env, docname)",
     ),
     Workaround(
-        "book_extensions/execution.py",
+        "book_extensions/execution/page_execution.py",
         "per-language executed notebooks go beside the doctrees, not into the published site: "
         "myst-nb's config object is copied with another output_folder",
         "myst-nb gets a setting for where it writes jupyter_execute/",
@@ -90,14 +90,14 @@ WORKAROUNDS = [
         internal="ipykernel.iostream:OutStream.flush_interval",
     ),
     Workaround(
-        "book_extensions/messages.py",
+        "book_extensions/configuration/messages.py",
         "the book's strings are looked up with a context (pgettext) in the translator Sphinx "
         "registered for the 'book' catalog; sphinx.locale offers no pgettext of its own",
         "sphinx.locale gets a context-aware lookup",
         internal="sphinx.locale:translators",
     ),
     Workaround(
-        "book_extensions/languages.py",
+        "book_extensions/configuration/languages.py",
         "the book's 'sphinx' catalog is put before Sphinx's own in its translator, to correct a few "
         "of Sphinx's translations (zh_CN 'Link to this heading' ends in a full stop); Sphinx only "
         "lets a project's catalog fill gaps",
@@ -112,21 +112,21 @@ WORKAROUNDS = [
         copied=("sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
     ),
     Workaround(
-        "book_extensions/editions.py",
+        "book_extensions/editions/offline_builders.py",
         "the offline editions unfold hidden cells by removing the 'hide_mode' that myst-nb's "
         "HideInputCells post-transform reads, just before it runs",
         "myst-nb lets a builder opt out of folding cells",
         internal="myst_nb.sphinx_:HideInputCells",
     ),
     Workaround(
-        "book_extensions/search.py",
+        "book_extensions/site/search.py",
         "Chinese search subclasses Sphinx's SearchChinese to load jieba only when a page needs it",
         "Sphinx loads jieba lazily itself",
         internal="sphinx.search.zh:SearchChinese",
         signature="(options)",
     ),
     Workaround(
-        "book_extensions/executor.py",
+        "book_extensions/execution/runner.py",
         "the executor's kernel manager overrides the private is-alive check to keep the exit code "
         "of a kernel that died (nbclient reports only that it died)",
         "jupyter_client keeps a dead kernel's exit code",
@@ -134,21 +134,21 @@ WORKAROUNDS = [
         signature="(self)",
     ),
     Workaround(
-        "book_extensions/executor.py",
+        "book_extensions/execution/runner.py",
         "a page stopped by Ctrl-C or SIGTERM is told from a failing page by nbclient's private "
         "cleanup future, set only when its signal handler shut the kernel down",
         "nbclient re-raises the interrupt, or says that it handled one",
         internal="nbclient.client:NotebookClient._async_cleanup_kernel_future",
     ),
     Workaround(
-        "book_extensions/executor.py",
+        "book_extensions/execution/runner.py",
         "a page served from the cache replaces the notebook that myst-nb's client base holds in "
         "its private _notebook",
         "myst-nb's client base lets a subclass set the notebook it returns",
         internal="myst_nb.core.execute.base:NotebookClientBase._notebook",
     ),
     Workaround(
-        "book_extensions/executor.py",
+        "book_extensions/execution/runner.py",
         "a damaged record is dropped with its notebook folder, which jupyter-cache names only in a "
         "private method",
         "jupyter-cache removes a record whose notebook is missing, or names the folder publicly",
@@ -156,7 +156,7 @@ WORKAROUNDS = [
         signature="(self, hashkey, raise_on_missing=False)",
     ),
     Workaround(
-        "book_extensions/executor.py",
+        "book_extensions/execution/runner.py",
         "a failed store is rolled back and a damaged record dropped: jupyter-cache commits a record "
         "before writing its notebook, and only its database helpers remove one by hash",
         "jupyter-cache writes the notebook before committing the record, and treats a damaged record as missing",
@@ -164,14 +164,14 @@ WORKAROUNDS = [
         signature="(pks, db)",
     ),
     Workaround(
-        "book_extensions/executor.py",
+        "book_extensions/execution/runner.py",
         "the same: the record of a hash, found without the cache object",
         "the same",
         internal="jupyter_cache.cache.db:NbCacheRecord.record_from_hashkey",
         signature="(hashkey, db)",
     ),
     Workaround(
-        "book_extensions/executor.py",
+        "book_extensions/execution/runner.py",
         "a cell's output is counted as it arrives, so a flood stops the page in seconds instead of "
         "hanging myst-nb's renderer: nbclient has no per-output hook, so CheckedClient overrides output()",
         "nbclient offers a hook (or a limit) per output message",
@@ -179,21 +179,21 @@ WORKAROUNDS = [
         signature="(self, outs, msg, display_id, cell_index)",
     ),
     Workaround(
-        "book_extensions/executor.py",
+        "book_extensions/execution/runner.py",
         "the kernel is killed at once when a cell passes the output limit; its process id is the "
         "local provisioner's",
         "jupyter_client's kernel manager kills a kernel without a shutdown request, synchronously",
         internal="jupyter_client.provisioning.local_provisioner:LocalProvisioner.pid",
     ),
     Workaround(
-        "book_extensions/cache_key.py",
+        "book_extensions/execution/cache_key.py",
         "CACHE_SCHEMA copies jupyter-cache's tables and columns, so a damaged database is one line "
         "before Sphinx starts",
         "jupyter-cache checks its own schema when it opens a database",
         read=("jupyter_cache", "cache/db.py", "b49acb0b8aded22f"),
     ),
     Workaround(
-        "book_extensions/search.py",
+        "book_extensions/site/search.py",
         "each page's words are counted with the private word collector that IndexBuilder.feed "
         "itself uses, so the counts hold the words of the search index by construction",
         "Sphinx's search exposes the words of a page, or ranks results itself",
@@ -201,7 +201,7 @@ WORKAROUNDS = [
         signature="(self, doctree)",
     ),
     Workaround(
-        "book_extensions/search.py",
+        "book_extensions/site/search.py",
         "the html builder's indexer gets a feed that calls Sphinx's and then counts the page's words "
         "(a wrapper with the same parameters)",
         "as above",
@@ -209,7 +209,7 @@ WORKAROUNDS = [
         signature="(self, docname, filename, title, doctree)",
     ),
     Workaround(
-        "book_extensions/search.py",
+        "book_extensions/site/search.py",
         "the pages in the search index are read from its private _titles (a page without a title, "
         "or kept out of search, has none)",
         "as above",
@@ -265,14 +265,14 @@ WORKAROUNDS = [
     Workaround(
         "book_extensions/templates/layout.html",
         "its css block resolves the theme's \"auto\" mode to light or dark as pydata-sphinx-theme.js "
-        "does when it runs: with the head's scripts deferred (first_paint.py) the page paints before "
+        "does when it runs: with the head's scripts deferred (site/first_paint.py) the page paints before "
         "it, and its colours and code borders exist for light and dark only (a reflow, CLS 0.26)",
         "the theme resolves the mode in its own inline head script",
         read=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js",
               "73b151b7df2d9239"),
     ),
     Workaround(
-        "book_extensions/first_paint.py",
+        "book_extensions/site/first_paint.py",
         "transition declarations with a quoted delay (\"0s\") in pydata-sphinx-theme's sheet are left out "
         "of the inline CSS: browsers drop them, and the HTML checker rejects them inline",
         "pydata-sphinx-theme writes the delay as a time",
@@ -280,7 +280,7 @@ WORKAROUNDS = [
               "19b1ea76f4fc4b22"),
     ),
     Workaround(
-        "book_extensions/first_paint.py",
+        "book_extensions/site/first_paint.py",
         "documentation_options.js is inlined rather than deferred: pydata-sphinx-theme's layout assigns "
         "to DOCUMENTATION_OPTIONS in inline head scripts, which cannot wait for a deferred one",
         "Sphinx and the theme load their scripts deferred themselves",
@@ -293,7 +293,7 @@ WORKAROUNDS = [
         copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/search.html", "098d19aa34f7874c"),
     ),
     Workaround(
-        "book_extensions/layout.py",
+        "book_extensions/site/readable_layout.py",
         "every HTML code block goes through Sphinx's own visit_literal_block/depart_literal_block, "
         "then the printed text it wrote gets break opportunities (<wbr>) between its tokens",
         "never: Sphinx has no hook between highlighting a block and writing it",
@@ -319,7 +319,7 @@ WORKAROUNDS = [
               "73b151b7df2d9239"),
     ),
     Workaround(
-        "book_extensions/assets.py",
+        "book_extensions/site/asset_trimming.py",
         "myst-nb copies its stylesheet at build-finished without overwriting a changed copy, so the "
         "trimmed copy of the last build is removed when a build starts",
         "myst-nb copies its stylesheet as Sphinx copies the themes' (force=True)",
@@ -327,7 +327,7 @@ WORKAROUNDS = [
         signature="(app, exception)",
     ),
     *(Workaround(
-        "book_extensions/assets.py",
+        "book_extensions/site/asset_trimming.py",
         f"RUNTIME_CLASSES lists the classes {name} adds at run time, which no built page holds: "
         "the stylesheets keep their rules",
         "never: a script that changes may add other classes",

@@ -24,12 +24,12 @@ THEME_STATIC = Path(importlib.util.find_spec("pydata_sphinx_theme").origin).pare
 def index_parts(language: str, docs: Path = ROOT / "docs") -> list[list[str]]:
     """The pages each table of contents on a language's index lists: one list per part.
 
-    Without a CUDA record the book's device page is left out (book_extensions/devices.py)."""
-    from book_extensions import config
+    Without a CUDA record the book's device page is left out (book_extensions/site/device_page.py)."""
+    from book_extensions.configuration import settings
 
     index = (docs / language / "index.md").read_text(encoding="utf8")
     hidden = set() if (ROOT / "results" / "cuda.json").exists() else {
-        config.read(ROOT).book_device_page}
+        settings.read(ROOT).book_device_page}
     return [[line.strip() for line in block.splitlines()
              if line.strip() and not line.startswith(":") and line.strip() not in hidden]
             for block in re.findall(r"```\{toctree\}\n(.*?)```", index, re.S)]
@@ -111,7 +111,7 @@ def book_cache(work: Path) -> Path:
     A copy of the repository's (what the last `nox -s docs` executed) in ``work``, so that
     the book is not executed again; or BOOK_TEST_CACHE, a cache root used as it is and kept
     between runs."""
-    from book_extensions.cache_key import cache_dir
+    from book_extensions.execution.cache_key import cache_dir
 
     if os.environ.get("BOOK_TEST_CACHE"):
         return Path(os.environ["BOOK_TEST_CACHE"])
@@ -138,7 +138,7 @@ def seed_repository_cache(cache_root: Path, repository_cache_root: Path = ROOT /
 
     An existing cache is never touched: the copy is made beside it and renamed into place
     only if the folder is still absent. Returns whether it seeded."""
-    from book_extensions.cache_key import cache_dir
+    from book_extensions.execution.cache_key import cache_dir
 
     source, target = cache_dir(cache_root, "cpu"), cache_dir(repository_cache_root, "cpu")
     if target.exists() or not (source / "global.db").is_file():

@@ -12,7 +12,7 @@ from books import FIXTURES, ROOT, Build, book_cache, build_book, seed_repository
 from browsing import watched_page
 from filelock import FileLock
 
-from book_extensions.tools.chromium import CHROMIUM_FLAGS, chromium_path, serve
+from book_extensions.commands.chromium import CHROMIUM_FLAGS, chromium_path, serve
 
 TIERS = ("unit", "fixture", "browser", "scheduled")
 

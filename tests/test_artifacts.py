@@ -1,6 +1,6 @@
 """Every published file is clean: no build-machine path in a figure, a notebook, an EPUB
-(book_extensions/artifacts.py), and no offline edition built from other sources
-(book_extensions/editions.py); the test suite's own execution caches (tests/books.py)."""
+(book_extensions/checks/leaked_paths.py), and no offline edition built from other sources
+(book_extensions/editions/offline_builders.py); the test suite's own execution caches (tests/books.py)."""
 
 import json
 import re
@@ -35,7 +35,7 @@ def test_a_figure_or_a_notebook_that_shows_a_build_path_fails_every_build(build_
 
 
 def test_every_written_form_of_a_path_is_found_and_only_a_path(tmp_path):
-    from book_extensions.artifacts import leaks
+    from book_extensions.checks.leaked_paths import leaks
 
     machine = "/home/builder/my book"
     paths = [(machine, "the repository root"), ("/tmp", "the temp folder")]
@@ -85,7 +85,7 @@ def test_an_edition_built_from_other_sources_is_neither_linked_nor_published(bui
         assert "book-pdf" not in (site / "index.html").read_text(encoding="utf8")
         assert not (site / "offline").exists()
     # Stamped with these sources (as `nox -s pdf` stamps it), it is linked and carried.
-    from book_extensions.editions import sources_digest
+    from book_extensions.editions.offline_builders import sources_digest
 
     fake_edition(out, sources_digest(ROOT / "tests" / "fixtures" / "good" / "docs", "en", ROOT, "cpu"))
     build = build_fixture("good", "html", "--language", "en")
@@ -114,7 +114,7 @@ def test_the_test_suites_cache_is_a_copy_that_drops_records_without_their_notebo
 
 
 def test_the_suites_book_is_built_with_a_seeded_copy_of_the_repositorys_cache(monkeypatch, tmp_path):
-    from book_extensions.cache_key import cache_dir
+    from book_extensions.execution.cache_key import cache_dir
 
     monkeypatch.delenv("BOOK_TEST_CACHE", raising=False)
     cache = books.book_cache(tmp_path)
@@ -127,7 +127,7 @@ def test_the_suites_book_is_built_with_a_seeded_copy_of_the_repositorys_cache(mo
 
 
 def test_the_suites_execution_seeds_a_repository_without_a_cache_and_never_replaces_one(tmp_path):
-    from book_extensions.cache_key import cache_dir
+    from book_extensions.execution.cache_key import cache_dir
 
     suite, repository = tmp_path / "suite", tmp_path / "repository"
     source = cache_dir(suite, "cpu")

@@ -1,5 +1,5 @@
 """The themes' stylesheets cut to what the pages use, Font Awesome to the icons they show,
-and a chapter's first load within the budget of issue 20 (book_extensions/assets.py)."""
+and a chapter's first load within the budget of issue 20 (book_extensions/asset_trimming.py)."""
 
 from __future__ import annotations
 
@@ -9,29 +9,30 @@ import shutil
 import pytest
 from books import FIXTURES, THEME_STATIC
 
-from book_extensions import assets, upstream
-from book_extensions.tools.chromium import serve
-from book_extensions.tools.weight import first_load
+from book_extensions import upstream
+from book_extensions.commands.chromium import serve
+from book_extensions.commands.weight import first_load
+from book_extensions.site import asset_trimming
 
 
 def test_the_scanner_finds_rules_past_strings_comments_and_escapes():
     css = ('@charset "UTF-8";/* a } comment { */.a{content:"}{;";--x:1}'
            '@media (min-width:1px){.b\\{c{color:red}.d,.e:not(.f){color:blue}}'
            "@font-face{font-family:Font Awesome\\ 7 Free;src:url(x.woff2)}")
-    nodes = assets.parse(css)
+    nodes = asset_trimming.parse(css)
     assert [node.prelude for node in nodes] == ['@charset "UTF-8"', ".a", "@media (min-width:1px)", "@font-face"]
     assert [child.prelude for child in nodes[1].children] == ['content:"}{;"', "--x:1"]
     assert [child.prelude for child in nodes[2].children] == [".b\\{c", ".d,.e:not(.f)"]
     # Written back, nothing is lost but the comment.
-    assert assets.serialize(nodes) == css.replace("/* a } comment { */", "").replace("1}", "1;}").replace(
+    assert asset_trimming.serialize(nodes) == css.replace("/* a } comment { */", "").replace("1}", "1;}").replace(
         "red}", "red;}").replace("blue}", "blue;}").replace("url(x.woff2)}", "url(x.woff2);}")
 
 
 def test_a_selector_needs_its_classes_ids_and_elements_but_not_what_it_only_may_test():
-    assert assets.requirements("html[data-theme=dark] .bd-header a.nav-link:hover::before") == (
+    assert asset_trimming.requirements("html[data-theme=dark] .bd-header a.nav-link:hover::before") == (
         {"bd-header", "nav-link"}, set(), {"html", "a"})
-    assert assets.requirements("#pst-back-to-top:not(.show) :is(.x, .y) > p") == (set(), {"pst-back-to-top"}, {"p"})
-    assert assets.requirements(".sm\\:flex") == ({"sm:flex"}, set(), set())
+    assert asset_trimming.requirements("#pst-back-to-top:not(.show) :is(.x, .y) > p") == (set(), {"pst-back-to-top"}, {"p"})
+    assert asset_trimming.requirements(".sm\\:flex") == ({"sm:flex"}, set(), set())
 
 
 @pytest.fixture(scope="module")
@@ -42,14 +43,14 @@ def trimmed(tmp_path_factory):
     shutil.copy(THEME_STATIC / "styles" / "pydata-sphinx-theme.css", site / "_static" / "styles")
     shutil.copytree(THEME_STATIC / "vendor", site / "_static" / "vendor")
     shutil.copy(FIXTURES / "assets" / "page.html", site / "page.html")
-    sizes = assets.trim_site(site)
+    sizes = asset_trimming.trim_site(site)
     return site, sizes, (site / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf8")
 
 
 def rules(css: str, selector: str) -> list[str]:
     """The kept rules whose selector list holds ``selector`` (exactly, as one item)."""
-    return [node.text() for node in assets.walk(assets.parse(css))
-            if node.children is not None and selector in assets.split_top_level(node.prelude)]
+    return [node.text() for node in asset_trimming.walk(asset_trimming.parse(css))
+            if node.children is not None and selector in asset_trimming.split_top_level(node.prelude)]
 
 
 def test_the_trimmed_sheet_keeps_what_the_page_needs(trimmed):

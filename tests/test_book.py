@@ -8,8 +8,8 @@ from books import ROOT
 from bs4 import BeautifulSoup
 from site_checks import ALLOWED_IN_ZH, english_words, search
 
-from book_extensions import parity
-from book_extensions.execution import EXECUTIONS_FILE
+from book_extensions.checks import parity
+from book_extensions.execution.page_execution import EXECUTIONS_FILE
 
 pytestmark = pytest.mark.browser
 
@@ -94,16 +94,16 @@ def test_every_atlas_message_is_printed_by_torch_on_the_atlas_page(book):
 
 def test_the_committed_cpu_record_matches_this_build(book):
     # results/cpu.json feeds the "CPU vs CUDA" page; `nox -s docs` rewrites it.
-    from book_extensions import records
+    from book_extensions.records import cell_records
 
     committed = json.loads((ROOT / "results" / "cpu.json").read_text(encoding="utf8"))
-    fresh = records.record("cpu", records.cache_dir_for("cpu", book.cache), ROOT / "docs")
+    fresh = cell_records.record("cpu", cell_records.cache_dir_for("cpu", book.cache), ROOT / "docs")
     assert committed["pages"] == fresh["pages"], "results/cpu.json is out of date: run `nox -s docs` and commit it"
     assert committed["torch"] == fresh["torch"]
 
 
 def test_the_glossary_shows_the_term_list_in_both_languages(book):
-    from book_extensions.prose import load_terms
+    from book_extensions.checks.prose import load_terms
 
     terms = load_terms(ROOT / "docs" / "terms.zh.toml")
     for language in ("en", "zh"):
@@ -116,7 +116,7 @@ def test_the_glossary_shows_the_term_list_in_both_languages(book):
 
 
 def test_the_provenance_page_names_the_toolchain_and_every_page(book):
-    from book_extensions.execution import torch_version
+    from book_extensions.execution.page_execution import torch_version
 
     for language, executed_word in (("en", "in this build"), ("zh", "本次构建")):
         page = (book.site() / language / "provenance.html").read_text(encoding="utf8")

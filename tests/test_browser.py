@@ -118,7 +118,7 @@ def test_pages_stay_light(book, browser):
     # Bytes are exact, unlike timings: a budget that catches a returning 1.5 MB script.
     # The heaviest page is the Chinese search page (about 580 KB with its index); chapters
     # have their own, tighter budget in test_assets.py.
-    from book_extensions.tools.weight import measure
+    from book_extensions.commands.weight import measure
 
     rows = measure(book.site(), browser)
     assert len(rows) >= 32

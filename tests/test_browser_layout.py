@@ -29,7 +29,7 @@ ALL_WIDTHS = (375, 900, 1280)
 # word of it) that spans more than one line box has been broken across lines. Tables of
 # quoted messages (the releases page), and on a phone every table (its rows are cards),
 # may wrap code between words, never inside one; Sphinx puts each word of inline code in
-# its own span.pre, and layout.py splits long ones at the points where they may break.
+# its own span.pre, and site/readable_layout.py splits long ones at the points where they may break.
 MEASURE = """() => {
   const lines = el => el.getClientRects().length;
   const text = el => el.textContent.trim().slice(0, 100);
@@ -118,7 +118,7 @@ def test_the_articles_summary_is_a_table(browser, site):
 
 # Per page, the rules of issue 20 measured in the browser:
 # - tables: a table's box that scrolls sideways, a cell past the screen's edge, a body
-#   cell whose label (layout.py's span.book-cell-label) is missing or does not repeat
+#   cell whose label (readable_layout.py's span.book-cell-label) is missing or does not repeat
 #   its column's header, and how the table is laid out (a real table or cards);
 # - printed text (outputs, doctests, other releases' outputs): a block that scrolls
 #   sideways, and an identifier or a number whose characters sit on two lines (a Range

@@ -1,6 +1,6 @@
 """The build driver: failures that stick, a site replaced only by a good build, paths made
 absolute, one build per output folder, signals that stop everything, and a no-change rebuild
-that does not start Sphinx (book_extensions/tools/build.py, tools/publish.py)."""
+that does not start Sphinx (book_extensions/commands/build.py, commands/publish.py)."""
 
 import json
 import os
@@ -15,8 +15,8 @@ import psutil
 import pytest
 from books import FIXTURES, ROOT, assert_reported, build_book
 
-from book_extensions.execution import EXECUTIONS_FILE
-from book_extensions.tools import build as driver
+from book_extensions.commands import build as driver
+from book_extensions.execution.page_execution import EXECUTIONS_FILE
 
 pytestmark = pytest.mark.fixture
 
@@ -305,7 +305,7 @@ def test_what_every_page_reads_besides_its_source_is_in_the_code_digest(tmp_path
     shutil.copy(ROOT / "conf.py", confdir)
     args = driver.parse_args(["html", "--docs", str(docs), "--out", str(tmp_path / "out"),
                               "--cache-root", str(tmp_path / "cache"), "--confdir", str(confdir)])
-    language = {"code": "en"}
+    language = driver.book_languages(confdir)[0]
     digests = {driver.code_digest(args, language)}
     (docs / "terms.en.toml").write_text("# a term list\n")
     digests.add(driver.code_digest(args, language))

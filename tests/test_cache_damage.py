@@ -33,7 +33,7 @@ pathlib.Path.write_text = write_text
 
 
 def cache_folder(root):
-    from book_extensions.cache_key import cache_dir
+    from book_extensions.execution.cache_key import cache_dir
 
     return cache_dir(root, "cpu")
 
@@ -90,7 +90,7 @@ def test_a_dropped_table_is_one_line_naming_the_cache(tmp_path):
 def test_the_schema_checked_is_jupyter_caches(tmp_path):
     from jupyter_cache.cache.db import OrmBase
 
-    from book_extensions.cache_key import CACHE_SCHEMA
+    from book_extensions.execution.cache_key import CACHE_SCHEMA
 
     assert CACHE_SCHEMA == {name: {column.name for column in table.columns}
                             for name, table in OrmBase.metadata.tables.items()}

@@ -1,5 +1,5 @@
 """Code cells comment their code in the page's language, and one execution still serves every
-language: comments and docstrings apart from the code (book_extensions/code_comments.py), parity
+language: comments and docstrings apart from the code (book_extensions/execution/code_comments.py), parity
 of the example programs' twins, the CJK edition's comments in its language, no output that shows
 the prose, determinism across languages, records that a comment does not make stale."""
 
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from books import FIXTURES
 
-from book_extensions import parity, records
-from book_extensions.code_comments import code_of, english_lines, is_english, prose_in, split
+from book_extensions.checks import parity
+from book_extensions.execution.code_comments import code_of, english_lines, is_english, prose_in, split
+from book_extensions.records import cell_records
 
 # --- split: the code, and the prose ----------------------------------------------------------
 
@@ -119,12 +120,12 @@ def test_a_records_digest_does_not_change_with_a_comment(tmp_path):
     page = docs / "en" / "index.md"
     front = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n# T\n\n"
     page.write_text(front + "```{code-cell} ipython3\n# The sum.\nprint(1 + 1)\n```\n")
-    record = {"torch": "2.0.0", "pages": {"index": [{"source": records.current_digests(docs, "en")["index"][0],
+    record = {"torch": "2.0.0", "pages": {"index": [{"source": cell_records.current_digests(docs, "en")["index"][0],
                                                      "outputs": ["2\n"]}]}}
     page.write_text(front + "```{code-cell} ipython3\n# Now the sum of one and one.\nprint(1 + 1)  # two\n```\n")
-    assert records.compare(record, record, records.current_digests(docs, "en")) == []
+    assert cell_records.compare(record, record, cell_records.current_digests(docs, "en")) == []
     page.write_text(front + "```{code-cell} ipython3\nprint(1 + 2)\n```\n")
-    assert [d.kind for d in records.compare(record, record, records.current_digests(docs, "en"))] == ["stale"]
+    assert [d.kind for d in cell_records.compare(record, record, cell_records.current_digests(docs, "en"))] == ["stale"]
 
 
 # --- parity: the example programs' twins -------------------------------------------------------
@@ -247,7 +248,7 @@ def test_a_page_and_its_twin_loading_page_share_one_execution(tmp_path):
     from jupyter_cache.cache.main import JupyterCacheBase
     from myst_nb.core.read import read_myst_markdown_notebook
 
-    from book_extensions.executor import keyed
+    from book_extensions.execution.runner import keyed
 
     docs = twin_book(tmp_path)
     cache = JupyterCacheBase(str(tmp_path / "cache"))

@@ -1,5 +1,5 @@
 """The book's settings are checked before anything runs, page sources are plain UTF-8, and
-every address made from a page name is percent-encoded (book_extensions/config.py)."""
+every address made from a page name is percent-encoded (book_extensions/configuration/settings.py)."""
 
 from __future__ import annotations
 
@@ -100,12 +100,35 @@ def test_sphinx_build_run_by_hand_checks_the_settings_too(tmp_path):
 def test_every_setting_the_extensions_register_is_declared_and_checked_in_one_place():
     from dataclasses import fields
 
-    from book_extensions.config import BookConfig
+    from book_extensions.configuration.settings import BookConfig
 
     declared = {f.name for f in fields(BookConfig)}
     registered = {name for path in (ROOT / "book_extensions").rglob("*.py")
                   for name in re.findall(r"add_config_value\(\s*[\"'](\w+)", path.read_text(encoding="utf8"))}
     assert registered <= declared, registered - declared
+
+
+def test_the_languages_are_handed_out_as_typed_records():
+    # conf.py declares dicts (what languages exist is configuration); the code reads records.
+    from dataclasses import FrozenInstanceError
+
+    from book_extensions.configuration.settings import Language, check_settings, read
+
+    languages = read(ROOT).book_languages
+    assert [type(language) for language in languages] == [Language, Language]
+    assert [(language.code, language.sphinx, language.typography) for language in languages] == [
+        ("en", "en", ""), ("zh", "zh_CN", "cjk")]
+    with pytest.raises(FrozenInstanceError):
+        languages[0].code = "fr"
+
+    class Config(dict):  # what check_settings reads of Sphinx's: values by name, the -D overrides
+        overrides: dict = {}
+
+    declared = [{"code": "en", "sphinx": "en", "hreflang": "en", "name": "English", "project": "P",
+                 "author": "A", "sentence_separator": " ", "list_separator": ", "}]
+    config = Config(book_languages=declared)
+    check_settings(type("App", (), {"confdir": str(ROOT)})(), config)
+    assert config.book_languages == [Language(**declared[0])]  # a list still: Sphinx's type for it
 
 
 def test_a_page_with_a_byte_order_mark_is_refused_for_what_it_is(build_fixture):

@@ -5,7 +5,7 @@ import json
 import pytest
 from bs4 import BeautifulSoup
 
-from book_extensions import records
+from book_extensions.records import cell_records
 
 
 def record(torch="2.13.0+cpu", **pages):
@@ -18,7 +18,7 @@ def record(torch="2.13.0+cpu", **pages):
 def differences(cpu_outputs, cuda_outputs, cuda_torch="2.13.0+cu130"):
     cpu = record(page=[("s1", cpu_outputs)])
     cuda = record(torch=cuda_torch, page=[("s1", cuda_outputs)])
-    return records.compare(cpu, cuda)
+    return cell_records.compare(cpu, cuda)
 
 
 @pytest.mark.parametrize("cpu, cuda", [
@@ -58,16 +58,16 @@ def test_message_wording_counts_only_when_torch_versions_match():
 def test_changed_code_makes_cells_stale_not_failing():
     cpu = record(page=[("new", ["1\n"])])
     cuda = record(torch="2.13.0+cu130", page=[("old", ["1\n"])])
-    found = records.compare(cpu, cuda, digests={"page": ["new"]})
+    found = cell_records.compare(cpu, cuda, digests={"page": ["new"]})
     assert [(d.kind, d.fails) for d in found] == [("missing", False), ("stale", False)]
 
 
 def test_compare_command(tmp_path, capsys):
     (tmp_path / "cpu.json").write_text(json.dumps(record(page=[("s", ["True\n"])])))
-    assert records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
+    assert cell_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
     assert "No CUDA run is recorded yet" in capsys.readouterr().out
     (tmp_path / "cuda.json").write_text(json.dumps(record(torch="2.13.0+cu130", page=[("s", ["False\n"])])))
-    assert records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 1
+    assert cell_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 1
     assert "1 behaviour differences" in capsys.readouterr().out
 
 
@@ -75,7 +75,7 @@ def test_the_comparison_page_shows_the_runs_and_the_differences(build_fixture, t
 
     results = tmp_path / "results"
     results.mkdir()
-    digest = records.source_digest("print(True)")
+    digest = cell_records.source_digest("print(True)")
     cpu = record(index=[(digest, ["True\n"])])
     cuda = record(torch="2.13.0+cu130", index=[(digest, ["False\n"])])
     cuda.update(device_name="NVIDIA H200", cuda="13.0")
@@ -94,9 +94,9 @@ def test_the_comparison_page_shows_the_runs_and_the_differences(build_fixture, t
 def test_a_cuda_record_is_held_against_the_cpu_record_of_its_own_release(tmp_path):
     (tmp_path / "cpu.json").write_text(json.dumps(record(torch="2.15.0")))
     cuda = record(torch="2.11.0+cu128")
-    assert records.cpu_record_for(tmp_path, cuda)["torch"] == "2.15.0"  # no record of 2.11.0: cpu.json
+    assert cell_records.cpu_record_for(tmp_path, cuda)["torch"] == "2.15.0"  # no record of 2.11.0: cpu.json
     (tmp_path / "cpu-torch-2.11.0.json").write_text(json.dumps(record(torch="2.11.0+cpu")))
-    assert records.cpu_record_for(tmp_path, cuda)["torch"] == "2.11.0+cpu"
+    assert cell_records.cpu_record_for(tmp_path, cuda)["torch"] == "2.11.0+cpu"
 
 
 def test_outputs_that_differ_only_in_blank_lines_are_reported_not_crashed_on():
@@ -108,7 +108,7 @@ def test_outputs_that_differ_only_in_blank_lines_are_reported_not_crashed_on():
 def test_the_device_page_is_in_the_navigation_once_a_cuda_run_is_recorded(build_fixture, tmp_path, cuda_run):
     results = tmp_path / "results"
     results.mkdir()
-    digest = records.source_digest("print(True)")
+    digest = cell_records.source_digest("print(True)")
     (results / "cpu.json").write_text(json.dumps(record(devices=[(digest, ["True\n"])])))
     if cuda_run:
         (results / "cuda.json").write_text(json.dumps(record(torch="2.13.0+cu130", devices=[(digest, ["True\n"])])))
@@ -128,35 +128,35 @@ CUDA_ERROR = "RuntimeError: CUDA error: an illegal memory access was encountered
 
 
 def test_two_cells_with_the_same_code_are_compared_each_with_its_own():
-    digest = records.source_digest("print(1 + 1)")
+    digest = cell_records.source_digest("print(1 + 1)")
     cpu = record(page=[(digest, ["2\n"]), (digest, ["2\n"])])
     cuda = record(torch="2.13.0+cu130", page=[(digest, [CUDA_ERROR]), (digest, ["2\n"])])
-    assert [(d.cell, d.detail) for d in records.compare(cpu, cuda)] == [(1, "RuntimeError only on CUDA")]
+    assert [(d.cell, d.detail) for d in cell_records.compare(cpu, cuda)] == [(1, "RuntimeError only on CUDA")]
 
 
 def test_a_cell_whose_place_now_holds_other_code_is_stale():
-    first, second = records.source_digest("a = 1"), records.source_digest("b = 2")
+    first, second = cell_records.source_digest("a = 1"), cell_records.source_digest("b = 2")
     recorded = record(page=[(first, ["\n"]), (second, ["\n"])])
     # The two cells swapped places: each place holds other code than was recorded there.
-    found = records.compare(recorded, recorded, digests={"page": [second, first]})
+    found = cell_records.compare(recorded, recorded, digests={"page": [second, first]})
     assert [(d.kind, d.cell) for d in found] == [("stale", 1), ("stale", 2)]
 
 
 def test_the_device_page_and_the_release_notes_tell_repeated_cells_apart(build_fixture, tmp_path):
-    from book_extensions import releases
+    from book_extensions.records import release_changes
 
     results = tmp_path / "results"
     results.mkdir()
-    digest = records.source_digest("print(1 + 1)")
+    digest = cell_records.source_digest("print(1 + 1)")
     (results / "cpu.json").write_text(json.dumps(record(index=[(digest, ["2\n"]), (digest, ["2\n"])])))
     cuda = record(torch="2.13.0+cu130", index=[(digest, [CUDA_ERROR]), (digest, ["2\n"])])
     (results / "cuda.json").write_text(json.dumps(cuda))
     # An older release printed something else in the first of the two cells only.
-    current = releases.current_release()
+    current = release_changes.current_release()
     for release, first in (("1.0.0", "3\n"), (current, "2\n")):
-        releases.record_path(results, release).write_text(json.dumps(
+        release_changes.record_path(results, release).write_text(json.dumps(
             record(torch=release, index=[(digest, [first]), (digest, ["2\n"])])))
-    listing = tmp_path / "torch-releases.txt"
+    listing = tmp_path / "torch-release_changes.txt"
     listing.write_text(f"1.0.0\n{current}\n")
     build = build_fixture("repeated_cells", "html", "--language", "en", sphinx=(
         "-D", f"book_results_dir={results}", "-D", f"book_releases_file={listing}"))

@@ -14,9 +14,8 @@ import pytest
 from books import FIXTURES, ROOT, build_book, index_parts
 from pypdf import PdfReader
 
-from book_extensions.execution import EXECUTIONS_FILE
-from book_extensions.tools.chromium import chromium_path
-from book_extensions.tools.editions import (
+from book_extensions.commands.chromium import chromium_path
+from book_extensions.editions.make_editions import (
     EQUIVALENT_IDEOGRAPHS,
     PdfError,
     cmap_mappings,
@@ -25,6 +24,7 @@ from book_extensions.tools.editions import (
     name_ideographs,
     retitle_bookmarks,
 )
+from book_extensions.execution.page_execution import EXECUTIONS_FILE
 
 # One worker builds the module's fixture book once for all its tests (pytest-xdist's loadgroup).
 pytestmark = [pytest.mark.fixture, pytest.mark.xdist_group("editions")]
@@ -277,7 +277,7 @@ def test_the_radical_table_names_radicals_and_strokes_and_unified_ideographs():
 
 @pytest.mark.parametrize("code", ["en", "zh"])
 def test_the_pdf_has_a_title_page_bookmarks_and_working_links(editions, code):
-    from book_extensions.execution import torch_version
+    from book_extensions.execution.page_execution import torch_version
 
     build, _ = editions
     reader = PdfReader(edition(build, code, "pdf"))

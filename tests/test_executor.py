@@ -7,7 +7,7 @@ from datetime import datetime
 import nbformat
 import pytest
 
-from book_extensions import executor
+from book_extensions.execution import runner
 
 pytestmark = pytest.mark.fixture
 
@@ -20,14 +20,14 @@ def notebook(*sources: str):
 
 def run_one(number: int) -> tuple[str | None, str]:
     nb = notebook(f"print({number} * 2)")
-    result = executor.execute(nb, timeout=120)
+    result = runner.PageRunner().execute(nb, timeout=120)
     return result.error, nb.cells[0].outputs[0]["text"] if nb.cells[0].outputs else ""
 
 
 def test_many_kernels_started_at_once_all_run():
     # On TCP, kernels pick free ports before binding them; started together, two can
     # pick the same one. On IPC sockets there are no ports to share.
-    assert executor.IpcKernelManager().transport == "ipc"
+    assert runner.IpcKernelManager().transport == "ipc"
     with ProcessPoolExecutor(8) as pool:
         results = list(pool.map(run_one, range(8)))
     assert results == [(None, f"{n * 2}\n") for n in range(8)]
@@ -35,7 +35,7 @@ def test_many_kernels_started_at_once_all_run():
 
 def test_a_dead_kernel_is_a_result_with_its_cell_and_exit_code():
     nb = notebook("print('first')", "import os\nos._exit(7)", "print('never')")
-    result = executor.execute(nb, timeout=60)
+    result = runner.PageRunner().execute(nb, timeout=60)
     assert (result.error, result.cell, result.detail) == ("DeadKernelError", 1, "exit code 7")
     assert nb.cells[0].outputs[0]["text"] == "first\n"
 
@@ -44,7 +44,7 @@ def store_many(args: tuple[str, int]) -> int:
     cache_path, worker = args
     for n in range(6):
         nb = notebook(f"x = {worker * 6 + n}  # worker {worker}, notebook {n}")
-        executor.store(cache_path, nb, f"/book/w{worker}-n{n}.md", 0.1)
+        runner.store(cache_path, nb, f"/book/w{worker}-n{n}.md", 0.1)
     return worker
 
 
@@ -67,7 +67,7 @@ def test_cache_times_are_read_as_utc_in_every_time_zone(monkeypatch, zone):
     monkeypatch.setenv("TZ", zone)
     time.tzset()
     try:
-        assert executor.utc_timestamp(stored) == 1767227400.0
+        assert runner.utc_timestamp(stored) == 1767227400.0
         assert stored.timestamp() != 1767227400.0  # reading it as local time would be wrong here
     finally:
         monkeypatch.delenv("TZ")

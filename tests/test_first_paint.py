@@ -1,4 +1,4 @@
-"""A page's first paint waits for nothing but its HTML (book_extensions/first_paint.py):
+"""A page's first paint waits for nothing but its HTML (book_extensions/site/first_paint.py):
 the CSS the page uses inline, its scripts deferred."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from book_extensions import first_paint
+from book_extensions.site import first_paint
 
 MARK = first_paint.MARK
 

@@ -220,7 +220,7 @@ def test_a_cell_that_prints_differently_on_each_run_is_found(build_fixture):
 
 
 def test_an_unreadable_cache_is_one_line_naming_it(tmp_path):
-    from book_extensions.execution import cache_dir
+    from book_extensions.execution.cache_key import cache_dir
 
     folder = cache_dir(tmp_path / "cache", "cpu")
     folder.mkdir(parents=True)

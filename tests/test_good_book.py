@@ -11,7 +11,7 @@ from books import FIXTURES, ROOT, build_book
 from bs4 import BeautifulSoup
 from site_checks import ALLOWED_IN_ZH, english_words, search
 
-from book_extensions.execution import EXECUTIONS_FILE
+from book_extensions.execution.page_execution import EXECUTIONS_FILE
 
 # One worker builds the module's fixture book once for all its tests (pytest-xdist's loadgroup).
 pytestmark = [pytest.mark.fixture, pytest.mark.xdist_group("good-book")]
@@ -85,7 +85,7 @@ def test_a_second_execution_prints_the_same(good):
 
 
 def test_every_page_states_its_provenance(good):
-    from book_extensions.execution import torch_version
+    from book_extensions.execution.page_execution import torch_version
 
     for language, words in (("en", "Outputs on this page were produced by torch"), ("zh", "本页输出是在 CPU 上用 torch")):
         for page in ("index.html", "second.html"):

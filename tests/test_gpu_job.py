@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from book_extensions import records
-from book_extensions.tools import wheelhouse
+from book_extensions.commands import wheelhouse
+from book_extensions.records import cell_records
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / ".ci" / "gpu-check"
@@ -277,14 +277,14 @@ def test_a_cpu_run_must_equal_the_record_of_its_release(tmp_path, capsys):
     (results / "cpu-torch-2.11.0.json").write_text(json.dumps(cpu_record(pages)))
     run = tmp_path / "cpu.json"
     run.write_text(json.dumps(cpu_record(pages, date="2026-12-02")))
-    assert records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 0
+    assert cell_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 0
     assert capsys.readouterr().out.startswith("record identical to results/cpu-torch-2.11.0.json")
     # one digit differs: within the CUDA comparison's tolerance, but two CPU runs must agree exactly
     run.write_text(json.dumps(cpu_record({"page": [{"source": "s1", "outputs": ["tensor([1.0001])\n"]}]})))
-    assert records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 1
+    assert cell_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 1
     assert "record differs from results/cpu-torch-2.11.0.json" in capsys.readouterr().out
     run.write_text(json.dumps(cpu_record(pages, torch="2.13.0")))
-    assert records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 2
+    assert cell_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 2
 
 
 def test_a_cuda_record_is_compared_with_the_cpu_record_of_its_release(tmp_path, capsys):
@@ -299,7 +299,7 @@ def test_a_cuda_record_is_compared_with_the_cpu_record_of_its_release(tmp_path, 
     run = tmp_path / "out" / "cuda.json"
     run.parent.mkdir()
     run.write_text(json.dumps(cuda))
-    assert records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 0
+    assert cell_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 0
     out = capsys.readouterr().out
     assert "cpu-torch-2.11.0.json" in out and "0 behaviour differences" in out
 
@@ -314,7 +314,7 @@ DOCTEST_OUTPUT = ('File "forward-mode.md", line 523, in default\nFailed example:
 
 
 def test_the_gpu_runs_findings_name_no_device_and_no_line():
-    from book_extensions.tools.gpu_checks import findings
+    from book_extensions.commands.gpu_checks import findings
 
     assert findings(BUILD_LOG, DOCTEST_OUTPUT) == [
         "en/detach.md: code cell 1 [book.expect_error]",
@@ -324,8 +324,8 @@ def test_the_gpu_runs_findings_name_no_device_and_no_line():
 
 
 def test_the_gpu_runs_findings_must_be_the_cpus_on_the_same_release(tmp_path, capsys):
-    from book_extensions.tools import gpu_checks
-    from book_extensions.tools.toolchain import pinned_torch
+    from book_extensions.commands import gpu_checks
+    from book_extensions.commands.toolchain import pinned_torch
 
     (tmp_path / "build.log").write_text(BUILD_LOG)
     (tmp_path / "output.txt").write_text(DOCTEST_OUTPUT)

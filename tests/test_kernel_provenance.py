@@ -29,7 +29,8 @@ def test_a_stub_torch_on_pythonpath_is_refused_in_one_line_and_nothing_is_cached
     monkeypatch.setenv("PYTHONPATH", str(stub))
     build = build_book(FIXTURE, tmp_path, "html", "--language", "en")
     assert build.returncode != 0, build.output
-    from book_extensions.cache_key import shown, toolchain
+    from book_extensions.execution.cache_key import toolchain
+    from book_extensions.paths import shown
 
     assert build.output.strip() == (
         f"error: the pages' kernel imports torch 9.9.9 from {stub / 'torch'}, not the toolchain's torch "
@@ -60,23 +61,23 @@ def test_the_users_ipython_startup_files_do_not_reach_the_kernel(tmp_path, monke
 
 
 def test_an_explicit_ipythondir_is_replaced_too(monkeypatch, tmp_path):
-    from book_extensions import execution
+    from book_extensions.execution import page_execution
 
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path))
     # prepare_kernels sets what every later kernel of this test process inherits: put it back after.
     for name in ("PYTHONPATH", "PYTHONSTARTUP", "BOOK_DEVICE"):
         monkeypatch.setenv(name, "")
-    execution.prepare_kernels("cpu")
-    assert execution.os.environ["IPYTHONDIR"] != str(tmp_path)
-    assert list(execution.Path(execution.os.environ["IPYTHONDIR"]).iterdir()) == []
+    page_execution.prepare_kernels("cpu")
+    assert page_execution.os.environ["IPYTHONDIR"] != str(tmp_path)
+    assert list(page_execution.Path(page_execution.os.environ["IPYTHONDIR"]).iterdir()) == []
 
 
 def test_the_cache_key_names_the_python_and_torch_the_kernel_runs(tmp_path):
-    from book_extensions.cache_key import cache_dir, kernel_inputs_digest, torch_version
+    from book_extensions.execution.cache_key import cache_dir, kernel_inputs_digest, torch_version
 
     assert cache_dir(tmp_path, "cpu").name == (
         f"cpu-torch{torch_version()}-py{platform.python_version()}-inputs{kernel_inputs_digest()}")
-    from book_extensions.cache_key import Interpreter
+    from book_extensions.execution.cache_key import Interpreter
 
     other = Interpreter("3.12.1", "/usr/bin/python3.12", "2.15.0", "/elsewhere/torch")
     assert "-torch2.15.0-py3.12.1-" in cache_dir(tmp_path, "cpu", other).name
@@ -88,7 +89,7 @@ def test_the_kernel_is_asked_not_this_process(monkeypatch):
 
     import pytest
 
-    from book_extensions import cache_key
+    from book_extensions.execution import cache_key
 
     assert cache_key.check_kernel() == cache_key.Interpreter(
         platform.python_version(), sys.executable, cache_key.toolchain().torch, cache_key.toolchain().torch_folder)

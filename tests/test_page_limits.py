@@ -16,7 +16,7 @@ import psutil
 import pytest
 from books import FIXTURES, ROOT, Build
 
-from book_extensions import executor
+from book_extensions.execution import runner
 
 pytestmark = pytest.mark.fixture
 
@@ -135,10 +135,10 @@ def test_a_page_that_writes_at_the_repository_root_is_blamed(tmp_path):
     assert "index.md" not in cached_pages(run.cache)
 
 
-def run_page(source: str) -> tuple[str | None, str]:
+def run_page(page_runner: runner.PageRunner, source: str) -> tuple[str | None, str]:
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    result = executor.execute(notebook, timeout=60)
+    result = page_runner.execute(notebook, timeout=60)
     return result.error, result.detail
 
 
@@ -151,11 +151,11 @@ def test_of_two_pages_running_at_once_only_the_one_that_wrote_is_blamed(tmp_path
     # As the build starts kernels: from the startup file, which loads kernel/writes.py.
     monkeypatch.setenv("PYTHONSTARTUP", str(ROOT / "book_extensions" / "kernel" / "startup.py"))
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    monkeypatch.setattr(executor, "watched_sources", [repository])
-    monkeypatch.setattr(executor, "sources_root", repository)
-    monkeypatch.setattr(executor, "writes_log", tmp_path / "writes.log", raising=False)
+    # As the build makes it (PageRunner.for_build), watching the repository.
+    page_runner = runner.PageRunner(watched_sources=[repository], sources_root=repository,
+                                    writes_log=tmp_path / "writes.log")
     writer = f"import time\ntime.sleep(1)\nopen({str(readme)!r}, 'a').write('x')"
     with ProcessPoolExecutor(2) as pool:
-        wrote, waited = pool.map(run_page, [writer, "import time\ntime.sleep(5)"])
+        wrote, waited = pool.map(run_page, [page_runner] * 2, [writer, "import time\ntime.sleep(5)"])
     assert wrote == ("SourcesChanged", "README.md")
     assert waited == (None, "")

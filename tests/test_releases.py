@@ -10,25 +10,25 @@ import pytest
 from books import FIXTURES, assert_reported, build_book
 from bs4 import BeautifulSoup
 
-from book_extensions import records, release_list, releases
-from book_extensions.execution import torch_version
-from book_extensions.prose import literal_versions
-from book_extensions.tools import toolchain
+from book_extensions.checks.prose import literal_versions
+from book_extensions.commands import toolchain
+from book_extensions.execution.page_execution import torch_version
+from book_extensions.records import cell_records, release_changes, release_list
 
 # --- the list of releases ----------------------------------------------------
 
 def test_releases_are_listed_oldest_first(tmp_path):
-    listing = tmp_path / "torch-releases.txt"
+    listing = tmp_path / "torch-release_changes.txt"
     listing.write_text("# comment\n2.15.0\n\n2.9.1  # a cluster image\n2.13.0\n")
     assert release_list.listed(listing) == ["2.9.1", "2.13.0", "2.15.0"]
 
 
 @pytest.mark.parametrize("text, reason", [
-    ("2.15.0\n2.15\n", "torch-releases.txt:2: '2.15' is not a torch release such as 2.15.0"),
-    ("2.13.0\n2.13.0\n", "torch-releases.txt:2: 2.13.0 is listed twice"),
+    ("2.15.0\n2.15\n", "torch-release_changes.txt:2: '2.15' is not a torch release such as 2.15.0"),
+    ("2.13.0\n2.13.0\n", "torch-release_changes.txt:2: 2.13.0 is listed twice"),
 ])
 def test_a_bad_list_names_the_file_and_line(tmp_path, text, reason):
-    listing = tmp_path / "torch-releases.txt"
+    listing = tmp_path / "torch-release_changes.txt"
     listing.write_text(text)
     with pytest.raises(release_list.ReleasesError, match=re.escape(reason)):
         release_list.listed(listing)
@@ -50,7 +50,7 @@ def record(release, outputs):
 def test_a_change_of_wording_between_releases_is_reported():
     old = record("2.13.0", ["RuntimeError: output 0 of SigmoidBackward\n"])
     new = record("2.15.0", ["RuntimeError: output 0 of Sigmoid\n"])
-    [change] = releases.changes(old, new)
+    [change] = release_changes.changes(old, new)
     assert change.kind == "behaviour"
     assert (change.first, change.second) == ("RuntimeError: output 0 of SigmoidBackward", "RuntimeError: output 0 of Sigmoid")
     assert "2.13.0 printed" in change.detail and "2.15.0 printed" in change.detail
@@ -61,7 +61,7 @@ def test_torch_source_lines_and_float_noise_are_not_changes():
                             "tensor([0.1966])\n"])
     new = record("2.15.0", ["UserWarning: x (Triggered internally at /__w/pytorch/a/b.cpp:820.)\n",
                             "tensor([0.1967])\n"])
-    assert releases.changes(old, new) == []
+    assert release_changes.changes(old, new) == []
 
 
 # --- prose never names a release ------------------------------------------------
@@ -97,7 +97,7 @@ def test_no_page_of_the_book_names_a_release():
 @pytest.mark.fixture
 def test_an_older_release_that_printed_something_else_is_shown_under_the_cell(tmp_path):
     docs = FIXTURES / "release_notes" / "docs"
-    [first, second] = records.current_digests(docs)["index"]
+    [first, second] = cell_records.current_digests(docs)["index"]
     current = torch_version().split("+")[0]
     results = tmp_path / "results"
     results.mkdir()
@@ -105,8 +105,8 @@ def test_an_older_release_that_printed_something_else_is_shown_under_the_cell(tm
         data = record(release, [])
         data["pages"] = {"index": [{"source": first, "outputs": ["the same on every release\n"]},
                                    {"source": second, "outputs": [outputs]}]}
-        releases.record_path(results, release).write_text(json.dumps(data))
-    listing = tmp_path / "torch-releases.txt"
+        release_changes.record_path(results, release).write_text(json.dumps(data))
+    listing = tmp_path / "torch-release_changes.txt"
     listing.write_text(f"1.0.0\n{current}\n")
     build = build_book(docs, tmp_path, sphinx=("-D", f"book_results_dir={results}",
                                                "-D", f"book_releases_file={listing}"))
@@ -137,20 +137,20 @@ RESULTS = FIXTURES.parent.parent / "results"
 
 
 def test_every_listed_release_is_recorded_for_the_current_code():
-    digests = records.current_digests(FIXTURES.parent.parent / "docs")
+    digests = cell_records.current_digests(FIXTURES.parent.parent / "docs")
     for release in release_list.listed():
-        data = records.load(releases.record_path(RESULTS, release))
+        data = cell_records.load(release_changes.record_path(RESULTS, release))
         assert data is not None, f"no record of torch {release}: run nox -s versions"
-        assert records.release_of(data) == release
-        stale = [d for d in records.compare(data, data, digests) if d.kind == "stale"]
+        assert cell_records.release_of(data) == release
+        stale = [d for d in cell_records.compare(data, data, digests) if d.kind == "stale"]
         assert stale == [], f"torch {release}'s record is older than the code: run nox -s versions"
 
 
 def test_the_pinned_release_is_recorded_as_the_build_printed_it():
     # The versions session executes pages outside Sphinx: it must see what the build sees.
-    pinned = records.load(releases.record_path(RESULTS, toolchain.pinned_torch()))
-    built = records.load(RESULTS / "cpu.json")
-    assert records.release_of(built) == toolchain.pinned_torch()
+    pinned = cell_records.load(release_changes.record_path(RESULTS, toolchain.pinned_torch()))
+    built = cell_records.load(RESULTS / "cpu.json")
+    assert cell_records.release_of(built) == toolchain.pinned_torch()
     assert pinned["pages"] == built["pages"]
 
 
@@ -158,12 +158,12 @@ def test_the_page_of_changes_shows_the_words_that_changed():
     old = ("RuntimeError: one of the variables needed for gradient computation has been modified by an "
            "inplace operation: which is output 0 of SigmoidBackward0, is at version 1; expected version 0")
     new = old.replace("SigmoidBackward0", "Sigmoid")
-    assert releases.excerpt(old, new) == ("… output 0 of SigmoidBackward0, is at version …",
+    assert release_changes.excerpt(old, new) == ("… output 0 of SigmoidBackward0, is at version …",
                                           "… output 0 of Sigmoid, is at version …")
-    assert releases.excerpt("True\n", "False\n") == ("True\n", "False\n")
+    assert release_changes.excerpt("True\n", "False\n") == ("True\n", "False\n")
     # Two changes far apart: each with its own context, the words between them left out.
     hint = " Hint: one two three four five six seven with torch.autograd.set_detect_anomaly(True)."
-    assert releases.excerpt(old + hint, new + hint.replace("(True)", "(True, check_nan=False)")) == (
+    assert release_changes.excerpt(old + hint, new + hint.replace("(True)", "(True, check_nan=False)")) == (
         "… output 0 of SigmoidBackward0, is at version … six seven with torch.autograd.set_detect_anomaly(True).",
         "… output 0 of Sigmoid, is at version … six seven with torch.autograd.set_detect_anomaly(True, check_nan=False).")
 
@@ -171,25 +171,25 @@ def test_the_page_of_changes_shows_the_words_that_changed():
 def test_the_changed_words_are_marked_word_by_word():
     old = "a tensor with no informations. Read the notes"
     new = "a tensor with no information. Read the notes"
-    assert releases.marked_excerpt(old, new) == (
+    assert release_changes.marked_excerpt(old, new) == (
         [("… tensor with no ", False), ("informations.", True), (" Read the notes", False)],
         [("… tensor with no ", False), ("information.", True), (" Read the notes", False)])
     # Two changed words side by side are one change, with the space between them.
-    assert releases.marked_excerpt("x a b y", "x c d y")[1] == [("x ", False), ("c d", True), (" y", False)]
+    assert release_changes.marked_excerpt("x a b y", "x c d y")[1] == [("x ", False), ("c d", True), (" y", False)]
     # A fold shows a whole output: lines and indentation kept, only changed words marked.
-    assert releases.marked_words("True\n  tensor([1., 2.])", "True\n  tensor([1., 3.])") == [
+    assert release_changes.marked_words("True\n  tensor([1., 2.])", "True\n  tensor([1., 3.])") == [
         ("True\n  tensor([1., ", False), ("2.])", True)]
-    assert releases.marked_words("same", "same") == [("same", False)]
+    assert release_changes.marked_words("same", "same") == [("same", False)]
 
 
 def test_comparing_two_named_releases_fails_on_any_change(tmp_path):
     # What `nox -s newest-torch` ends with: the cells to read before moving the pin.
     docs = FIXTURES / "release_notes" / "docs"
-    [first, second] = records.current_digests(docs)["index"]
+    [first, second] = cell_records.current_digests(docs)["index"]
     for release, printed in (("2.15.0", "old wording\n"), ("2.16.0", "new wording\n"), ("2.16.1", "new wording\n")):
         data = record(release, [])
         data["pages"] = {"index": [{"source": first, "outputs": ["same\n"]}, {"source": second, "outputs": [printed]}]}
-        releases.record_path(tmp_path, release).write_text(json.dumps(data))
+        release_changes.record_path(tmp_path, release).write_text(json.dumps(data))
     run = lambda *args: subprocess.run(  # noqa: E731
         [sys.executable, "-m", "book_extensions", "releases", "changes", "--results", str(tmp_path),
          "--docs", str(docs), *args], capture_output=True, text=True)

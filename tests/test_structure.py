@@ -1,6 +1,7 @@
 """The package's layering: Sphinx extensions never import the command-line layer
-(``book_extensions/tools``), and no two modules import each other, directly or round a
-loop (imports inside functions count: they are the same dependency, only later)."""
+(:data:`COMMAND_LINE`), no two modules import each other, directly or round a loop (imports
+inside functions count: they are the same dependency, only later), and a stage's package
+imports nothing of its own (importing one of its modules imports no other)."""
 
 import ast
 from pathlib import Path
@@ -8,6 +9,14 @@ from pathlib import Path
 import networkx
 
 PACKAGE = Path(__file__).resolve().parent.parent / "book_extensions"
+# The command-line layer: the tools of commands/, and the two that live beside the stage they
+# drive (the offline editions' PDF and EPUB, the records under other torch releases).
+COMMAND_LINE = ("book_extensions.commands", "book_extensions.editions.make_editions",
+                "book_extensions.records.release_records")
+
+
+def in_command_line(module: str) -> bool:
+    return any(module == layer or module.startswith(layer + ".") for layer in COMMAND_LINE)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -55,20 +64,29 @@ def test_no_module_imports_itself_round_a_loop():
 def test_no_extension_imports_the_command_line_layer():
     graph = import_graph()
     wrong = sorted((module, target) for module, target in graph.edges
-                   if not module.startswith("book_extensions.tools") and target.startswith("book_extensions.tools"))
+                   if not in_command_line(module) and in_command_line(target))
     assert wrong == []
+
+
+def test_a_stages_package_imports_nothing():
+    # noxfile.py imports book_extensions.records.release_list, and the build driver
+    # book_extensions.execution.cache_key, where Sphinx may be missing or slow to import.
+    found = {path.relative_to(PACKAGE).as_posix(): sorted(imports(path, PACKAGE))
+             for path in sorted(PACKAGE.rglob("__init__.py")) if path.parent != PACKAGE}
+    assert found and all(names == [] for names in found.values()), found
 
 
 def test_the_checks_see_a_loop_and_a_wrong_way_import(tmp_path):
     root = tmp_path / "book_extensions"
-    (root / "tools").mkdir(parents=True)
+    (root / "commands").mkdir(parents=True)
     (root / "__init__.py").write_text("")
-    (root / "tools" / "__init__.py").write_text("")
+    (root / "commands" / "__init__.py").write_text("")
     (root / "a.py").write_text("from . import b\n")
-    (root / "b.py").write_text("def f():\n    from .a import g\n    from .tools.cli import main\n")
-    (root / "tools" / "cli.py").write_text("from ..a import f\n")
+    (root / "b.py").write_text("def f():\n    from .a import g\n    from .commands.cli import main\n")
+    (root / "commands" / "cli.py").write_text("from ..a import f\n")
     graph = import_graph(root)
     assert sorted(sorted(c) for c in networkx.simple_cycles(graph)) == [
         ["book_extensions.a", "book_extensions.b"],
-        ["book_extensions.a", "book_extensions.b", "book_extensions.tools.cli"]]
-    assert ("book_extensions.b", "book_extensions.tools.cli") in graph.edges
+        ["book_extensions.a", "book_extensions.b", "book_extensions.commands.cli"]]
+    assert ("book_extensions.b", "book_extensions.commands.cli") in graph.edges
+    assert in_command_line("book_extensions.commands.cli") and not in_command_line("book_extensions.b")

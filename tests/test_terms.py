@@ -4,7 +4,7 @@ page's prose fails the build, naming the page and the line."""
 import pytest
 from books import ROOT, assert_one_line_config_error, assert_reported
 
-from book_extensions.prose import Term, load_terms, term_variants
+from book_extensions.checks.prose import Term, load_terms, term_variants
 
 REQUIRES_GRAD = Term("要求梯度", "requires_grad", ("需要梯度",), ("不需要梯度信息",))
 

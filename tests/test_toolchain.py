@@ -8,8 +8,8 @@ import zipfile
 
 import pytest
 
-from book_extensions import release_list
-from book_extensions.tools import toolchain
+from book_extensions.commands import toolchain
+from book_extensions.records import release_list
 
 
 def wheel(folder, name: str, version: str, requires: tuple[str, ...] = ()) -> None:

@@ -6,7 +6,7 @@ never checked."""
 import pytest
 from books import ROOT, assert_one_line_config_error, assert_reported, warnings_of
 
-from book_extensions.typography import CONFIG, read_config
+from book_extensions.checks.typography import CONFIG, read_config
 
 SPACE = "(a space only next to Latin text or code)"
 

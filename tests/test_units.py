@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from book_extensions import offline, parity
-from book_extensions.cells import ADDRESS, expectation
+from book_extensions.checks import parity, remote_loads
+from book_extensions.execution.cell_checks import ADDRESS, expectation
 
 
 @pytest.mark.parametrize("html, remote", [
@@ -25,16 +25,16 @@ from book_extensions.cells import ADDRESS, expectation
 def test_remote_loads_in_html(tmp_path, html, remote):
     page = tmp_path / "page.html"
     page.write_text(f"<html><head></head><body>{html}</body></html>")
-    assert [url for _, url in offline.remote_loads(page)] == remote
+    assert [url for _, url in remote_loads.remote_loads(page)] == remote
 
 
 def test_remote_loads_in_css_and_own_host(tmp_path):
     css = tmp_path / "a.css"
     css.write_text("@font-face { src: url('https://fonts.example/x.woff2'); } .a { background: url(img.png) }")
-    assert [url for _, url in offline.remote_loads(css)] == ["https://fonts.example/x.woff2"]
+    assert [url for _, url in remote_loads.remote_loads(css)] == ["https://fonts.example/x.woff2"]
     page = tmp_path / "p.html"
     page.write_text('<script src="https://book.example/_static/a.js"></script>')
-    assert offline.remote_loads(page, own_host="book.example") == []
+    assert remote_loads.remote_loads(page, own_host="book.example") == []
 
 
 FRONT = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
@@ -122,7 +122,7 @@ def test_addresses_are_recognised():
 
 
 def test_line_breaks_inside_chinese_prose_are_found():
-    from book_extensions.typography import cjk_line_breaks
+    from book_extensions.checks.typography import cjk_line_breaks
 
     text = "# 标题\n\n第一行，\n第二行。\n\n```{code-cell} ipython3\nprint('中\\n文')\n```\nEnglish\n代码\n末尾\n"
     assert cjk_line_breaks(text) == [3, 10]
@@ -147,22 +147,24 @@ def test_graph_figures_come_from_the_real_graph_and_are_deterministic():
 
 
 def test_the_execution_cache_is_keyed_on_every_input_of_the_outputs(monkeypatch, tmp_path):
-    from book_extensions import cache_key, execution
+    from book_extensions.execution import cache_key
 
-    before = execution.cache_dir(tmp_path, "cpu")
+    before = cache_key.cache_dir(tmp_path, "cpu")
     figures = tmp_path / "figures.py"
     figures.write_text("# edited figure code\n")
     monkeypatch.setattr(cache_key, "KERNEL_FILES", (cache_key.KERNEL_STARTUP, figures))
-    assert execution.cache_dir(tmp_path, "cpu") != before  # figures.py edited: re-execute
+    assert cache_key.cache_dir(tmp_path, "cpu") != before  # figures.py edited: re-execute
     monkeypatch.undo()
-    assert execution.cache_dir(tmp_path, "cpu") == before
+    assert cache_key.cache_dir(tmp_path, "cpu") == before
     # Everything that runs in the kernel is part of the key.
-    kernel = {p.name for p in cache_key.KERNEL_FILES}
-    assert {"startup.py", "figures.py", "__init__.py", "executor.py"} <= kernel
+    package = Path(cache_key.__file__).resolve().parents[1]
+    kernel = {p.resolve().relative_to(package).as_posix() for p in cache_key.KERNEL_FILES}
+    assert kernel == {"kernel/__init__.py", "kernel/startup.py", "kernel/figures.py", "kernel/writes.py",
+                      "execution/runner.py"}
     real_version = cache_key.importlib.metadata.version
     monkeypatch.setattr(cache_key.importlib.metadata, "version",
                         lambda name: "0.0" if name == "matplotlib" else real_version(name))
-    assert execution.cache_dir(tmp_path, "cpu") != before  # another matplotlib: re-execute
+    assert cache_key.cache_dir(tmp_path, "cpu") != before  # another matplotlib: re-execute
 
 
 def test_every_interface_string_is_translated_with_the_same_placeholders():
@@ -170,7 +172,7 @@ def test_every_interface_string_is_translated_with_the_same_placeholders():
 
     from babel.messages.pofile import read_po
 
-    from book_extensions.messages import ENGLISH
+    from book_extensions.configuration.messages import ENGLISH
 
     po = Path(__file__).resolve().parent.parent / "book_extensions" / "locale" / "zh_CN" / "LC_MESSAGES" / "book.po"
     with po.open("rb") as source:
@@ -184,3 +186,22 @@ def test_every_interface_string_is_translated_with_the_same_placeholders():
         # A translation may leave a value out (the zh code prompt omits myst-nb's English
         # {type}), never ask for one the code does not pass.
         assert fields(entry.string) <= fields(english), key
+
+
+def test_each_build_has_a_page_executor_of_its_own(tmp_path):
+    from book_extensions.execution.runner import PageRunner
+    from book_extensions.paths import ROOT
+
+    log = tmp_path / "doctrees" / "book-writes.log"
+    log.parent.mkdir()
+    log.write_text("an earlier build's line\n")
+    build = PageRunner.for_build(ROOT, ROOT / "docs", [tmp_path / "out"], limit=10, log=log)
+    assert (build.watched_sources, build.sources_root, build.output_limit) == ([ROOT], ROOT, 10)
+    assert log.read_text() == ""  # an earlier build's writes are not this one's
+    build.executed_notebooks["page.md"] = object()
+    bare = PageRunner()  # a tool's, outside a build: nothing watched, no limit, nothing shared
+    assert (bare.watched_sources, bare.writes_log, bare.output_limit, bare.executed_notebooks) == ([], None, None, {})
+    log.write_text(f"page-a\t{ROOT}/README.md\npage-b\t{ROOT}/docs/x\n")
+    assert build.written_by_other_pages("page-b") == {f"{ROOT}/README.md"}
+    before, after = {f"{ROOT}/a": (1, 1)}, {f"{ROOT}/a": (2, 1), f"{ROOT}/b": (1, 1)}
+    assert build.changed_sources(before, after, {f"{ROOT}/b"}) == ["a"]

@@ -44,7 +44,7 @@ def test_an_attribute_set_on_instances_counts_as_there_until_the_class_stops_set
 
 def test_every_private_name_the_code_uses_is_listed():
     # A private attribute of another project's object, read or set anywhere in the package
-    # (``self._x`` is the book's own, or listed by hand: executor.py's _notebook).
+    # (``self._x`` is the book's own, or listed by hand: runner.py's _notebook).
     package = Path(upstream.__file__).parent
     names = {name for path in package.rglob("*.py")
              for owner, name in re.findall(r"(\w*\)?)\.(_[a-z]\w*)\b", path.read_text(encoding="utf8"))
@@ -62,3 +62,10 @@ def test_every_copied_template_is_listed():
     copies = {f"book_extensions/templates/{p.name}" for p in templates.glob("*.html")
               if "sphinx-book-theme's" in p.read_text(encoding="utf8").split("-#}")[0]}
     assert copies and copies <= listed
+
+
+def test_every_workaround_names_files_of_ours_that_exist():
+    root = Path(upstream.__file__).resolve().parent.parent
+    missing = [(w.where, name) for w in upstream.WORKAROUNDS for name in w.where.split(", ")
+               if not (root / name).is_file()]
+    assert missing == []

@@ -98,8 +98,8 @@ def test_command_calls_are_read_from_shell_and_python():
     assert command_calls('$(PYTHON) -m book_extensions build --device $(DEVICE)\n') == [("book_extensions", "build")]
     assert command_calls('python(session, env, "-m", "book_extensions", "records", "record")') == [
         ("book_extensions", "records")]
-    assert command_calls('[sys.executable, "-m", "book_extensions.tools.build", "html"]') == [
-        ("book_extensions.tools.build", "html")]
+    assert command_calls('[sys.executable, "-m", "book_extensions.commands.build", "html"]') == [
+        ("book_extensions.commands.build", "html")]
     assert command_calls('BUILD = ["-m", "book_extensions", "build"]') == [("book_extensions", "build")]
     assert command_calls('[*python, "-m", "book_extensions", verb]') == [("book_extensions", None)]
     assert command_calls("`python -m book_extensions --help` lists") == [("book_extensions", "--help")]
@@ -141,3 +141,21 @@ def test_no_module_but_the_one_command_runs_as_a_program():
     programs = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "book_extensions").rglob("*.py"))
                 if main.search(path.read_text(encoding="utf8"))]
     assert programs == ["book_extensions/__main__.py"]
+
+
+def test_every_execution_cache_key_names_the_files_the_build_keys_its_cache_on():
+    # A file the key does not name (moved, say) can change without changing the key: the workflow
+    # restores a cache the build keys differently, and, the key found, saves no new one, so every
+    # run executes every page again.
+    from book_extensions.execution.cache_key import KERNEL_FILES
+
+    keyed = {path.resolve().relative_to(ROOT).as_posix() for path in KERNEL_FILES}
+    keys = [(workflow.name, found) for workflow in WORKFLOWS
+            for found in re.findall(r"key: jupyter-.*?hashFiles\(([^)]*)\)", workflow.read_text(encoding="utf8"))]
+    assert keys
+    for name, arguments in keys:
+        patterns = [pattern.strip(" '\"") for pattern in arguments.split(",") if "book_extensions" in pattern]
+        named = {path.relative_to(ROOT).as_posix()
+                 for pattern in patterns for path in ROOT.glob(pattern + "/*" if pattern.endswith("**") else pattern)
+                 if path.is_file() and "__pycache__" not in path.parts}
+        assert named == keyed, name

@@ -18,7 +18,7 @@ import pytest
 from books import FIXTURES, ROOT, assert_one_line_config_error, assert_reported, build_book, warnings_of
 
 # Through the modules, so that on code without a rule each test fails on its own.
-from book_extensions import prose, typography
+from book_extensions.checks import prose, typography
 
 TERMS = ROOT / "docs" / "terms.zh.toml"
 PAGE = FIXTURES / "zh_rules_pages" / "docs" / "zh" / "index.md"

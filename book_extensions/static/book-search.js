@@ -4,7 +4,7 @@
  * single best word. Readers paste whole error messages, which carry their own tensor and
  * layer names that no page has, and ask questions ("how to freeze a layer", "怎么冻结某一层").
  * So this ranks every page that holds most of the query's weight with BM25 (word counts
- * from searchcounts.js, written by book_extensions/search.py), adds weight where the query
+ * from searchcounts.js, written by book_extensions/site/search.py), adds weight where the query
  * quotes a section's heading or the message it quotes (a pasted error), or a heading names
  * the query. The home page ranks below every chapter unless the query names its title.
  * Chinese queries are cut into the index's own words, and a word the book does not use is

@@ -1,0 +1,13 @@
+"""What the build refuses, each check a warning that names the page (and line) at fault.
+
+- :mod:`.page_sources`: what a page's source must be (UTF-8, a MyST notebook, Python cells,
+  no execution settings of its own, a title);
+- :mod:`.parity`: the languages have the same pages, code and structure (also a verb);
+- :mod:`.prose`: no sentence names the torch release that built it; a language's prose uses
+  the words of its term list;
+- :mod:`.typography`: a CJK edition's spacing and punctuation (and a verb: long sentences);
+- :mod:`.remote_loads`: the built site loads nothing from other hosts;
+- :mod:`.leaked_paths`: no published file shows a build machine's folders.
+
+Imports nothing.
+"""

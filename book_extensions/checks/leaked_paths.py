@@ -1,0 +1,151 @@
+"""No published file shows where the book was built.
+
+:mod:`..execution.cell_checks` refuses a build machine's path in a page's text, but a path reaches
+readers through files that check never sees: a figure's SVG (its metadata, or text the
+cell drew), a downloadable notebook's outputs and metadata, the search index, the
+offline editions. So after every build that publishes (the site's html, and the
+singlehtml and epub builds the offline editions are made from), every text file of
+the output, and every text file inside an EPUB, is searched for the build machine's
+folders: the repository, the sources, the configuration, the execution cache, the
+output, the toolchain and the Python it was made from, the user's home and the temp
+folder, each as written, URL-quoted (also inside ``file://`` addresses), HTML-escaped
+and JSON-escaped. Each file that holds one is one warning, which fails the build.
+Binary files (images, fonts, the PDF) are skipped: an image's bytes say nothing, and
+the PDF is printed from the singlehtml build checked here.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+from ..paths import ROOT
+
+logger = logging.getLogger(__name__)
+
+# A folder's name ends where a path's name characters end: "/tmp" is in "/tmp/x" and
+# "/tmp." (the end of a sentence), not in "/tmpfs" or "/tmp.d".
+NAME_GOES_ON = rb"(?![\w-]|\.\w)"
+
+
+def machine_paths(app: Sphinx) -> list[tuple[str, str]]:
+    """(absolute path, what it is) for every folder of this build machine."""
+    outdir, doctreedir = Path(app.outdir).resolve(), Path(app.doctreedir).resolve()
+    folders = [
+        (ROOT, "the repository root"),
+        (Path(app.confdir), "the configuration folder"),
+        (Path(app.srcdir).parent, "the sources folder"),
+        (Path(app.config.book_cache_root), "the execution cache"),
+        # <out>/<device>: what the site's and the doctrees' folders have in common.
+        (Path(os.path.commonpath([outdir, doctreedir])), "the output folder"),
+        (Path(sys.prefix), "the toolchain"),
+        (Path(sys.base_prefix), "the Python installation"),
+        (Path.home(), "the user's home"),
+        (Path(tempfile.gettempdir()), "the temp folder"),
+    ]
+    found: dict[str, str] = {}
+    for folder, kind in folders:
+        for form in (str(folder), os.path.realpath(folder)):
+            if form != os.sep and form not in found:
+                found[form] = kind
+    return list(found.items())
+
+
+def leak_pattern(paths: list[tuple[str, str]]) -> tuple[re.Pattern[bytes], dict[bytes, str]]:
+    """One pattern for every way a file writes the paths, and what each written form is."""
+    forms: dict[bytes, str] = {}
+    for path, kind in paths:
+        for form in (path, quote(path), html.escape(path), json.dumps(path)[1:-1]):
+            forms.setdefault(form.encode(), kind)
+    # Longest first: a path inside the home (the toolchain) is named for what it is.
+    alternatives = sorted(forms, key=len, reverse=True)
+    pattern = re.compile(b"(?:" + b"|".join(map(re.escape, alternatives)) + b")" + NAME_GOES_ON)
+    return pattern, forms
+
+
+# :mod:`..site.readable_layout` lets a long output wrap between a path's folders: "/<wbr>home/<wbr>…"
+# (XHTML: "<wbr/>").
+LINE_BREAK_CHANCES = (b"<wbr>", b"<wbr/>")
+
+
+def text_files(outdir: Path) -> Iterator[tuple[str, bytes]]:
+    """(name relative to outdir, bytes) for every UTF-8 file, and every one inside an EPUB;
+    the text of an (X)HTML file as a reader sees it, without its line-break chances."""
+    for path in sorted(outdir.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(outdir).as_posix()
+        if path.suffix == ".epub":
+            with zipfile.ZipFile(path) as epub:
+                members = [(f"{rel}:{member}", epub.read(member)) for member in epub.namelist()]
+        else:
+            members = [(rel, path.read_bytes())]
+        for name, data in members:
+            if is_text(data):
+                for chance in LINE_BREAK_CHANCES:
+                    data = data.replace(chance, b"")
+                yield name, data
+
+
+def is_text(data: bytes) -> bool:
+    try:
+        data.decode("utf8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def excerpt(data: bytes, start: int, end: int, around: int = 40) -> str:
+    text = data[max(0, start - around): end + around].decode("utf8", errors="ignore")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def leaks(outdir: Path, paths: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """(file relative to outdir, what the path is, the text around it): the first in each file."""
+    pattern, forms = leak_pattern(paths)
+    found = []
+    for rel, data in text_files(outdir):
+        # bytes.find is much faster than the pattern: most files hold no path at all.
+        if not any(form in data for form in forms):
+            continue
+        match = pattern.search(data)
+        if match:
+            found.append((rel, forms[match.group()], excerpt(data, match.start(), match.end())))
+    return found
+
+
+def image_pages(app: Sphinx) -> dict[str, str]:
+    """For each file of _images/ (named by a digest), the pages that show it."""
+    return {f"{app.builder.imagedir}/{name}": ", ".join(sorted(str(app.env.doc2path(page, False)) for page in pages))
+            for pages, name in app.env.images.values()}
+
+
+def check_build(app: Sphinx, exception: Exception | None) -> None:
+    if exception or app.builder.format != "html":  # html, singlehtml and epub publish
+        return
+    outdir = Path(app.outdir)
+    shown_on = image_pages(app)
+    for rel, kind, around in leaks(outdir, machine_paths(app)):
+        where = f" (shown on {shown_on[rel]})" if rel in shown_on else ""
+        logger.warning(
+            f"{outdir.name}/{rel}{where} holds a build-machine path ({kind}): …{around}…; "
+            "publish nothing that depends on where the book is built",
+            type="book", subtype="build_path",
+        )
+
+
+def setup(app: Sphinx) -> None:
+    # After every other step that writes into the output (myst-nb's stylesheet, the
+    # notebooks, the editions' copies, the trimmed stylesheets at 900).
+    app.connect("build-finished", check_build, priority=950)

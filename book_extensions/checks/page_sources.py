@@ -1,0 +1,145 @@
+"""What a page's source must be, each checked before or as the page is read.
+
+- UTF-8 (else Sphinx stops the whole build without naming the file), without a byte-order
+  mark (which Sphinx skips, but the book's other readers of a page would not);
+- a MyST notebook whose front matter is valid YAML;
+- code cells in Python (pages run in a Python kernel);
+- no execution settings of its own (one timeout and one error policy for the book);
+- a title (Sphinx reports a page without one from every toctree that lists it, once
+  per page whose sidebar shows that toctree: six times in a small book).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from pathlib import Path
+
+from docutils import nodes
+from myst_nb.core.read import is_myst_markdown_notebook
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.util import logging
+
+from ..execution import page_state
+
+logger = logging.getLogger(__name__)
+
+# Pages whose front matter is not YAML (reported once, not again as "not a MyST notebook").
+bad_front_matter: set[str] = set()
+
+# ```{code-cell} <language>: pages run in a Python kernel.
+CODE_CELL = re.compile(r"^(?:`{3,}|~{3,})\{code-cell\}[ \t]*(\S*)", re.M)
+PYTHON_CELLS = {"", "ipython3", "ipython", "python3", "python"}
+
+
+def refuse_other_languages(app: Sphinx, docname: str, source: list[str]) -> None:
+    text = source[0]
+    for number, match in enumerate(CODE_CELL.finditer(text), start=1):
+        language = match.group(1)
+        if language not in PYTHON_CELLS:
+            line = text.count("\n", 0, match.start()) + 1
+            logger.warning(
+                f"code cell {number} is marked {language!r}, but pages run in a Python kernel: "
+                f"write {{code-cell}} ipython3, or a plain ```{language} block to show code without running it",
+                location=(docname, line), type="book", subtype="cell_language")
+
+
+# Front matter that would change how a page executes: jupyter-cache lets a notebook's
+# "execution" metadata override the build's timeout, and myst-nb reads "mystnb" settings.
+PAGE_EXECUTION_KEYS = ("execution", "mystnb")
+
+
+def refuse_page_execution_settings(app: Sphinx, docname: str, source: list[str]) -> None:
+    """One timeout and one error policy for the whole book: a page cannot set its own.
+
+    Runs before the page is parsed (and executed), and drops the settings it refuses,
+    so that the page never runs under them; the warning fails the build.
+    """
+    import yaml
+
+    text = source[0]
+    match = re.match(r"---\n(.*?\n)---\n", text, re.S)
+    if not match:
+        return
+    try:
+        front = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError as error:
+        # MyST says only "Malformed YAML"; this says what and where.
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 2 if mark else 1
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        logger.warning(f"the front matter is not valid YAML: {problem} (line {line})",
+                       location=(docname, line), type="book", subtype="front_matter")
+        bad_front_matter.add(docname)
+        return
+    refused = [key for key in PAGE_EXECUTION_KEYS if isinstance(front, dict) and key in front]
+    if not refused:
+        return
+    line = next((n for n, text in enumerate(match.group(1).splitlines(), start=2)
+                 if text.split(":")[0].strip() in refused), 1)
+    logger.warning(
+        f"front matter sets {', '.join(refused)}: a page cannot change how it executes "
+        f"(the build's nb_execution_timeout is {app.config.nb_execution_timeout} s for every page); "
+        "remove it", location=(docname, line), type="book", subtype="page_execution",
+    )
+    for key in refused:
+        del front[key]
+    source[0] = "---\n" + yaml.safe_dump(front, allow_unicode=True, sort_keys=False) + "---\n" + text[match.end():]
+
+
+def refuse_undecodable_pages(app: Sphinx, env, docnames: list[str]) -> None:
+    """A page that is not UTF-8 is reported and left unread; Sphinx would stop the whole build.
+
+    One that starts with a byte-order mark is read (Sphinx and myst-nb skip the mark) and
+    refused: the book's other readers of a page (parity, records, typography) take the mark
+    as text, so they would see no front matter, or a page that differs from its twin.
+    """
+    for docname in list(docnames):
+        data = Path(env.doc2path(docname)).read_bytes()
+        if data.startswith(codecs.BOM_UTF8):
+            logger.warning("starts with a byte-order mark: save the page as UTF-8 without BOM",
+                           location=(docname, 1), type="book", subtype="encoding")
+        try:
+            data.decode("utf8")
+        except UnicodeDecodeError as error:
+            line = data[: error.start].count(b"\n") + 1
+            byte = data[error.start: error.start + 1].hex()
+            logger.warning(f"not valid UTF-8 (byte 0x{byte} at line {line}): save the page as UTF-8",
+                           location=(docname, line), type="book", subtype="encoding")
+            docnames.remove(docname)
+            env.project.docnames.discard(docname)  # else Sphinx looks for its doctree later
+
+
+def refuse_other_formats(app: Sphinx, doctree: nodes.document) -> None:
+    env = app.env
+    source = Path(env.doc2path(env.docname))
+    # As Sphinx read it: without a byte-order mark (refused above, once).
+    if source.suffix != ".md" or is_myst_markdown_notebook(source.read_text(encoding="utf-8-sig")):
+        return
+    page_state.of(env).problems = 1
+    if env.docname in bad_front_matter:
+        return  # said already, as what is wrong with it
+    logger.warning("not a MyST notebook: every page starts with front matter that has "
+                   "'file_format: mystnb' and a kernelspec", location=env.docname,
+                   type="book", subtype="not_notebook")
+
+
+def quiet_repeated_warning(app: Sphinx, config: Config) -> None:
+    config.suppress_warnings = [*config.suppress_warnings, "toc.no_title"]
+
+
+def refuse_untitled_page(app: Sphinx, doctree: nodes.document) -> None:
+    if next(doctree.findall(nodes.title), None) is None:
+        logger.warning("the page has no title: start it with a '# ' heading",
+                       location=app.env.docname, type="book", subtype="no_title")
+
+
+def setup(app: Sphinx) -> None:
+    app.connect("config-inited", quiet_repeated_warning)
+    app.connect("env-before-read-docs", refuse_undecodable_pages, priority=400)
+    # Before myst-nb's own source-read handling, which executes the page.
+    app.connect("source-read", refuse_page_execution_settings, priority=100)
+    app.connect("source-read", refuse_other_languages, priority=100)
+    app.connect("doctree-read", refuse_other_formats)
+    app.connect("doctree-read", refuse_untitled_page)

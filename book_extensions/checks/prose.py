@@ -1,0 +1,415 @@
+"""Checks on the prose of every page (not its code, which runs).
+
+A sentence that names the torch release that built the page goes stale the day torch is
+upgraded, and nothing would notice. Prose says "the torch that built this page" and, where
+the number matters, writes ``{{ torch_version }}``, which the build fills in; what an older
+release printed comes from its record (:mod:`..records.release_changes`), never from a sentence.
+
+A language may also keep a term list, ``docs/terms.<code>.toml`` (its header says how to
+write one): each entry names the word the edition uses for a concept, the variants it does
+not use, and patterns for misuses a fixed string cannot name (a word near another word,
+a word anywhere except in a set phrase). A variant or a pattern's match is a warning naming
+the page and the line, so one careful pass over the terminology stays done. What is checked
+is everything a reader reads as the book's words: the prose of every page (its headings, so
+the page titles of the side bar and of ``<title>``, and the prose inside notes and
+admonitions; a link's text, never its target; never code, inline code or outputs), the
+captions of its tables of contents, and, once per build, the site's title and the
+edition's interface strings (``locale/<language>/LC_MESSAGES/*.po``).
+
+The glossary shows the list itself: ``{term-list} zh`` renders ``docs/terms.zh.toml`` as a
+table, in every language, each term's meaning in the page's language.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.errors import ConfigError
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+from ..paths import PACKAGE, ROOT
+
+logger = logging.getLogger(__name__)
+
+# "torch 2.13", "PyTorch 2.x", "torch==2.15.0", "2.13 版", "release 2.14.1".
+LITERAL_VERSION = re.compile(
+    r"(?i)(?:\b(?:py)?torch\b|\brelease|\bversion|版本?)\W{0,3}(?:==|>=|<=|v)?\s*\d+\.(?:\d+|x)\b"
+    r"|\b\d+\.\d+(?:\.\d+)?\s*(?:版|版本|release)"
+)
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+\1")
+# A MyST role: {doc}`text <target>`, {ref}`target`, {math}`x^2`.
+ROLE = re.compile(r"\{([\w:.-]+)\}(`+)((?:(?!\2).)+)\2")
+# Roles whose text (before " <target>") is the words a reader reads; the text of any other role is code.
+LINK_ROLES = {"doc", "ref", "numref", "term", "download", "any", "eq"}
+OPENING = re.compile(r"^\s*(`{3,}|~{3,}|:{3,})\s*\{([\w:.-]+)\}\s*(.*)$")
+OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*)$")
+# Directives whose body is prose: their body's lines are checked, their other options are not.
+PROSE_DIRECTIVES = {"admonition", "note", "tip", "hint", "important", "warning", "caution", "attention",
+                    "danger", "error", "seealso", "topic", "sidebar", "only", "epigraph", "pull-quote"}
+# ... and whose argument is a title (the argument of {only} is an expression).
+TITLED = {"admonition", "topic", "sidebar"}
+SENTENCE_END = re.compile(r"[。！？；!?;]")
+TERMS = "terms.{code}.toml"
+REFERENCE = "en"  # the language the term list's ``meaning`` is written in
+
+
+def prose_lines(text: str):
+    """(line number, line) for every line of a MyST page outside its front matter and fences."""
+    fence = None
+    lines = text.splitlines()
+    start = 0
+    if lines and lines[0].strip() == "---":  # front matter
+        start = next((i + 1 for i, line in enumerate(lines[1:], start=1) if line.strip() == "---"), 0)
+    for number, line in enumerate(lines[start:], start=start + 1):
+        opening = FENCE.match(line)
+        if fence:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence) \
+                    and not line.strip()[len(opening.group(1)):].strip():
+                fence = None
+            continue
+        if opening:
+            fence = opening.group(1)
+            continue
+        yield number, line
+
+
+def literal_versions(text: str) -> list[tuple[int, str]]:
+    """(line, match) for every torch release named in the prose of a MyST page."""
+    return [(number, m.group(0)) for number, line in prose_lines(text) for m in LITERAL_VERSION.finditer(line)]
+
+
+def reader_text(line: str) -> str:
+    """A line of prose as a reader reads its words: a link role's text kept, its target and any
+    other role or inline code blanked (same length, so columns stay where they were)."""
+    def role(m: re.Match) -> str:
+        name, text = m.group(1).rsplit(":", 1)[-1], m.group(3)
+        target = re.search(r"\s*<[^<>]*>\s*$", text)
+        if name not in LINK_ROLES or not target:
+            return " " * len(m.group(0))
+        start = m.start(3) - m.start(0)
+        return " " * start + text[:target.start()] + " " * (len(m.group(0)) - start - target.start())
+
+    line = ROLE.sub(role, line)
+    line = INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line)
+    return re.sub(r"\]\([^)]*\)", lambda m: " " * len(m.group(0)), line)  # a Markdown link's target
+
+
+def reader_lines(text: str):
+    """(line number, text) for everything of a MyST page a reader reads as prose: the lines
+    outside fences (headings included), the body and title of prose directives (notes,
+    admonitions, {only}), and the caption of a table of contents; with reader_text applied.
+    Code cells, doctests, outputs and other directives' bodies are never yielded."""
+    lines = text.splitlines()
+    start = 0
+    if lines and lines[0].strip() == "---":  # front matter
+        start = next((i + 1 for i, line in enumerate(lines[1:], start=1) if line.strip() == "---"), 0)
+    stack: list[tuple[str, str]] = []  # open fences: (marker, directive name, or "" for a plain fence)
+    for number, line in enumerate(lines[start:], start=start + 1):
+        inside = stack[-1][1] if stack else None
+        marker = re.match(r"^\s*(`{3,}|~{3,}|:{3,})", line)
+        if stack and marker and marker.group(1)[0] == stack[-1][0][0] \
+                and len(marker.group(1)) >= len(stack[-1][0]) and not line.strip()[len(marker.group(1)):].strip():
+            stack.pop()
+            continue
+        if inside is not None and inside not in PROSE_DIRECTIVES:
+            if inside == "toctree" and (option := OPTION.match(line)) and option.group(1) == "caption":
+                yield number, reader_text(option.group(2))
+            continue
+        opening = OPENING.match(line)
+        if opening:
+            name = opening.group(2)
+            stack.append((opening.group(1), name))
+            if name in TITLED and opening.group(3).strip():
+                yield number, reader_text(opening.group(3))
+            continue
+        if marker:  # a plain fence: a code block
+            stack.append((marker.group(1), ""))
+            continue
+        if inside is not None and OPTION.match(line):
+            continue  # an option of a prose directive (:class:, :name:)
+        yield number, line if not line.strip() else reader_text(line)
+
+
+# --- the term list -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Pattern:
+    """A misuse that no fixed string names: ``find`` (a regular expression) in a sentence,
+    unless the match lies inside a match of one of ``allowed`` (the phrases in which it is
+    right), and, with ``near``, only where ``near`` also matches in the same sentence, at most
+    ``within`` characters away (anywhere in the sentence when ``within`` is None)."""
+
+    find: re.Pattern
+    near: re.Pattern | None = None
+    within: int | None = None
+    allowed: tuple[re.Pattern, ...] = ()
+    label: str = ""  # how the term table shows it ("" : not shown)
+    advice: str = ""  # what to write instead, for the warning ("" : the term itself)
+
+    def matches(self, sentence: str):
+        """The matches of this pattern in one sentence."""
+        allowed = [(m.start(), m.end()) for rule in self.allowed for m in rule.finditer(sentence)]
+        nears = [(m.start(), m.end()) for m in self.near.finditer(sentence)] if self.near else []
+        for m in self.find.finditer(sentence):
+            if m.start() == m.end() or any(a <= m.start() and m.end() <= b for a, b in allowed):
+                continue
+            if self.near is not None and not any(
+                    (b <= m.start() or a >= m.end())  # the other word, not the match itself
+                    and (self.within is None or max(a - m.end(), m.start() - b) <= self.within)
+                    for a, b in nears):
+                continue
+            yield m
+
+
+@dataclass(frozen=True)
+class Term:
+    use: str  # the edition's word
+    meaning: str  # what it names, in the reference language (English): the message's, the en glossary's
+    variants: tuple[str, ...]  # words the edition does not use for it
+    allow: tuple[str, ...] = ()  # phrases that contain a variant in another sense
+    patterns: tuple[Pattern, ...] = ()
+    meanings: dict[str, str] = field(default_factory=dict, hash=False, compare=False)  # by language code
+
+    def meaning_in(self, language: str) -> str:
+        return self.meanings.get(language, self.meaning)
+
+    def shown_variants(self) -> list[str]:
+        return [*self.variants, *(pattern.label for pattern in self.patterns if pattern.label)]
+
+
+TERM_KEYS = {"use", "meaning", "not", "allow", "pattern"}
+PATTERN_KEYS = {"find", "near", "within", "except", "label", "advice"}
+
+
+def load_terms(path: Path) -> list[Term]:
+    """The term list of one language; a file that is not one is a one-line ConfigError
+    naming the file and, where one entry is wrong, that entry."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf8"))
+        entries = data["term"]
+        if not isinstance(entries, list):
+            raise TypeError("'term' is not a list of [[term]] tables")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError) as error:
+        cause = f"missing {error}" if isinstance(error, KeyError) else str(error).splitlines()[0]
+        raise ConfigError(f"{path}: not a term list ([[term]] entries with use, meaning and not): {cause}") from None
+    return [term_of(path, number, entry) for number, entry in enumerate(entries, start=1)]
+
+
+def term_of(path: Path, number: int, entry) -> Term:
+    name = f"[[term]] {entry.get('use')!r}" if isinstance(entry, dict) and isinstance(entry.get("use"), str) \
+        else f"[[term]] number {number}"
+
+    def refuse(problem: str):
+        raise ConfigError(f"{path}: the entry {name}: {problem}")
+
+    if not isinstance(entry, dict):
+        refuse("not a table")
+    unknown = sorted(key for key in entry if key not in TERM_KEYS and not re.fullmatch(r"meaning_[a-z]{2,3}", key))
+    if unknown:
+        refuse(f"unknown key {unknown[0]!r} (known: use, meaning, meaning_<language>, not, allow, pattern)")
+    for key in ("use", "meaning"):
+        if key not in entry:
+            refuse(f"missing {key!r}")
+    texts = {key: entry[key] for key in entry if key in ("use", "meaning") or key.startswith("meaning_")}
+    if not all(isinstance(text, str) and text.strip() for text in texts.values()):
+        refuse("use and meaning must be non-empty strings")
+    variants, allow = entry.get("not", []), entry.get("allow", [])
+    if not all(isinstance(words, list) and all(isinstance(w, str) and w for w in words) for words in (variants, allow)):
+        refuse("'not' and 'allow' must be lists of non-empty strings")
+    tables = entry.get("pattern", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        refuse("'pattern' must be [[term.pattern]] tables")
+    patterns = tuple(pattern_of(refuse, number, table) for number, table in enumerate(tables, start=1))
+    if not variants and not patterns:
+        refuse("needs a non-empty list 'not' of words, or a [[term.pattern]]")
+    return Term(entry["use"], entry["meaning"], tuple(variants), tuple(allow), patterns,
+                {key.removeprefix("meaning_"): text for key, text in texts.items() if key.startswith("meaning_")})
+
+
+def pattern_of(refuse, number: int, table: dict) -> Pattern:
+    where = f"pattern {number}"
+    unknown = sorted(set(table) - PATTERN_KEYS)
+    if unknown:
+        refuse(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(PATTERN_KEYS))})")
+    if "find" not in table:
+        refuse(f"{where}: missing 'find'")
+
+    def compiled(key: str, source) -> re.Pattern:
+        if not isinstance(source, str) or not source:
+            refuse(f"{where}: {key!r} must be a non-empty regular expression")
+        try:
+            return re.compile(source)
+        except re.error as error:
+            refuse(f"{where}: {key!r} is not a regular expression ({error})")
+
+    allowed = table.get("except", [])
+    if not isinstance(allowed, list):
+        refuse(f"{where}: 'except' must be a list of regular expressions")
+    within = table.get("within")
+    if within is not None and (not isinstance(within, int) or isinstance(within, bool) or within < 0):
+        refuse(f"{where}: 'within' must be a number of characters (0 or more)")
+    if within is not None and "near" not in table:
+        refuse(f"{where}: 'within' needs 'near'")
+    for key in ("label", "advice"):
+        if not isinstance(table.get(key, ""), str):
+            refuse(f"{where}: {key!r} must be a string")
+    return Pattern(compiled("find", table["find"]),
+                   compiled("near", table["near"]) if "near" in table else None, within,
+                   tuple(compiled("except", source) for source in allowed),
+                   table.get("label", ""), table.get("advice", ""))
+
+
+def sentences(text: str):
+    """(offset, sentence) for each sentence of a line (ended by 。！？； or their half-width forms)."""
+    start = 0
+    for end in SENTENCE_END.finditer(text):
+        yield start, text[start:end.end()]
+        start = end.end()
+    if text[start:].strip():
+        yield start, text[start:]
+
+
+@dataclass(frozen=True)
+class Finding:
+    line: int
+    text: str  # what was found
+    term: Term
+    pattern: Pattern | None = None  # None: a variant
+    context: str = ""  # the sentence around it, for the message
+
+
+def text_findings(line: int, text: str, terms: list[Term]) -> list[Finding]:
+    """Every variant and pattern match of ``terms`` in one line of reader text. A match inside
+    another one's span is left out (梯度截断 is reported once, as a variant of 停止梯度)."""
+    found: list[tuple[int, int, Finding]] = []
+    for term in terms:
+        checked = text
+        for phrase in term.allow:
+            checked = checked.replace(phrase, " " * len(phrase))
+        for variant in term.variants:
+            for m in re.finditer(re.escape(variant), checked):
+                found.append((m.start(), m.end(), Finding(line, variant, term, None, around(text, m.start(), m.end()))))
+        for pattern in term.patterns:
+            for offset, sentence in sentences(text):
+                for m in pattern.matches(sentence):
+                    start, end = offset + m.start(), offset + m.end()
+                    found.append((start, end, Finding(line, m.group(0), term, pattern, around(text, start, end))))
+    kept = [item for item in found
+            if not any(other is not item and other[0] <= item[0] and item[1] <= other[1]
+                       and (other[1] - other[0]) > (item[1] - item[0]) for other in found)]
+    return [finding for *_, finding in sorted(kept, key=lambda item: item[:2])]
+
+
+def around(text: str, start: int, end: int, width: int = 12) -> str:
+    return " ".join(text[max(0, start - width):end + width].split())
+
+
+def term_findings(text: str, terms: list[Term]) -> list[Finding]:
+    """Every variant and pattern match in what a reader reads of a MyST page, in line order."""
+    return [finding for number, line in reader_lines(text) for finding in text_findings(number, line, terms)]
+
+
+def term_variants(text: str, terms: list[Term]) -> list[tuple[int, str, Term]]:
+    """(line, variant or match, term) for every finding in a MyST page (see term_findings)."""
+    return [(f.line, f.text, f.term) for f in term_findings(text, terms)]
+
+
+def describe(finding: Finding, listed_in: str) -> str:
+    """The warning for one finding."""
+    term, pattern = finding.term, finding.pattern
+    if pattern is not None and pattern.advice:
+        return f"{finding.text!r} in {finding.context!r}: {pattern.advice} (the term list is {listed_in})"
+    return (f"{finding.text!r} is not this edition's word for {term.meaning}: write {term.use!r}"
+            + (f" (in {finding.context!r})" if pattern is not None else "") + f" (the term list is {listed_in})")
+
+
+def read_terms(app: Sphinx, config: Config) -> None:
+    name = TERMS.format(code=Path(app.srcdir).name)
+    path = Path(app.srcdir).parent / name
+    app.book_terms = (f"docs/{name}", load_terms(path) if path.is_file() else [])
+
+
+def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
+    for line, literal in literal_versions(source[0]):
+        logger.warning(
+            f"the prose names a torch release ({literal.strip()!r}): say 'the torch that built this page' "
+            "and write {{ torch_version }} where the number matters; what an older release "
+            "printed comes from its record (nox -s versions)",
+            location=(docname, line), type="book", subtype="literal_version",
+        )
+    listed_in, terms = app.book_terms
+    for finding in term_findings(source[0], terms):
+        logger.warning(describe(finding, listed_in), location=(docname, finding.line), type="book", subtype="term")
+
+
+def interface_texts(app: Sphinx) -> list[tuple[str, str]]:
+    """(where, text) for the words of the edition that are not in any page: the site's title
+    (every page's <title> and the side bar's top) and the edition's interface strings."""
+    from babel.messages.pofile import read_po
+
+    found = [("conf.py (book_languages: project)", app.config.project)]
+    if app.config.html_title and app.config.html_title != app.config.project:
+        found.append(("conf.py (html_title)", app.config.html_title))
+    folder = PACKAGE / "locale" / app.config.language / "LC_MESSAGES"
+    for po in sorted(folder.glob("*.po")):
+        with po.open("rb") as file:
+            catalog = read_po(file)
+        found += [(f"{po.relative_to(ROOT)}:{message.lineno}", message.string)
+                  for message in catalog if message.id and isinstance(message.string, str) and message.string]
+    return found
+
+
+def check_interface(app: Sphinx) -> None:
+    listed_in, terms = app.book_terms
+    if not terms:
+        return
+    for where, text in interface_texts(app):
+        for finding in text_findings(0, text, terms):
+            logger.warning(describe(finding, listed_in), location=where, type="book", subtype="term")
+
+
+def with_code(text: str):
+    """A meaning as inline nodes: its `backticked` identifiers in code font, as in the pages."""
+    from docutils import nodes
+
+    parts = re.split(r"`([^`]+)`", text)
+    return nodes.inline("", "", *(nodes.literal(part, part) if index % 2 else nodes.Text(part)
+                                  for index, part in enumerate(parts) if part))
+
+
+class TermList(SphinxDirective):
+    """``{term-list} <language code>``: that language's term list as a table, each term's
+    meaning in the language of the page (``meaning_<code>``, else ``meaning``)."""
+
+    required_arguments = 1
+
+    def run(self) -> list:
+        from docutils import nodes
+
+        from ..configuration.messages import message
+        from ..site.readable_layout import table
+
+        name = TERMS.format(code=self.arguments[0])
+        path = Path(self.env.srcdir).parent / name
+        self.env.note_dependency(str(path))
+        terms = load_terms(path)
+        language = Path(self.env.srcdir).name  # docs/<code>: the page's language
+        separator = message("terms_separator")
+        rows = [[nodes.strong(term.use, term.use), with_code(term.meaning_in(language)), separator.join(term.shown_variants())]
+                for term in terms]
+        return [table([message("terms_col_use"), message("terms_col_meaning"), message("terms_col_not")], rows,
+                      classes=["book-term-list"])]
+
+
+def setup(app: Sphinx) -> None:
+    app.add_directive("term-list", TermList)
+    app.connect("config-inited", read_terms)
+    app.connect("source-read", check_source)
+    app.connect("builder-inited", check_interface)

@@ -1,0 +1,494 @@
+"""Build the book: every language, one after the other, with one Sphinx builder.
+
+    python -m book_extensions build html --device cpu
+    python -m book_extensions build doctest
+
+Everything goes under ``<out>/<device>/``, so a CUDA build never mixes with a CPU one:
+``doctrees/<language>/`` (shared by every builder), ``html/`` (the published site: one
+folder per language and the site root's files), ``html-work/<language>/`` (where Sphinx
+writes the site, kept between builds so that they are incremental) and
+``<builder>/<language>/`` for the other builders (doctest, singlehtml, epub, linkcheck).
+
+What the driver guarantees, since Sphinx alone does not:
+
+- A failure sticks. Sphinx reads only changed pages again, so a warning raised while a page
+  was read or written would not come back in a build with nothing changed. Each language's
+  doctrees hold a note of its last successful html build (``book-last-build.json``), removed
+  when any build starts and written only when an html build ends well (other builders
+  resolve no references and write no notebooks into the shared doctrees). Without it (the
+  last build failed, was stopped, never ran, or was another builder's), or when since then
+  the book's code (``book_extensions/``, ``conf.py``, ``examples/``, the files beside the
+  language folders and ``.autocorrectrc``), the Python environment or the build's settings
+  changed, another Sphinx run (the live preview) wrote the doctrees, a source file was
+  removed or got other content without a newer time (a restore), or the working folder lost
+  a file, Sphinx reads every page again (``-E``) into an emptied working folder: every
+  problem is reported again until it is fixed. Cached executions keep that cheap.
+- The site changes all at once, and only for a good build (:mod:`.publish`): once every
+  asked language has built, a copy of the working folders (the other languages kept from
+  the current site) and the site root's files replace ``html/``; a failed or stopped build
+  leaves the last good site as it was.
+- A rebuild with nothing changed is quick: when nothing an html build reads changed since
+  a language was last published (``docs/``, ``conf.py``, ``book_extensions/``, ``results/``,
+  ``examples/``, ``torch-releases.txt``, ``requirements.txt``, the offline editions, the
+  installed packages, the options) and its published folder still holds every file it was
+  published with, Sphinx is not started for it: ``[en] html unchanged in 0.3 s``. Other
+  builders always run: they check (doctests, links) or feed the editions.
+- One build at a time: a lock in the execution cache and one in ``<out>/<device>/``, held by
+  Sphinx and its readers too, so that a killed driver leaves them locked until they end. Paths
+  are made absolute before anything reads them. SIGTERM and SIGINT go on to Sphinx (in a
+  process group of its own) and its kernels; the driver waits until every process the
+  build started is gone (ending any left behind, also after a normal build), and only
+  then frees the locks and says in one line that the build was stopped.
+
+Languages are built one after the other because two builds writing one jupyter-cache at
+the same time can corrupt it; each build reads its pages in parallel. A failing language
+does not stop the next one: the run reports every problem, then exits non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import importlib.metadata
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import suppress
+from dataclasses import asdict
+from pathlib import Path
+
+from ..configuration import settings
+from ..configuration.settings import Language, book_languages, reference_language  # noqa: F401  (the tools import them from here)
+from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache
+from ..paths import PACKAGE, ROOT
+from . import publish
+
+NOTE = "book-last-build.json"  # beside each language's doctrees: its last successful build
+EXECUTIONS_FILE = "book-executions.json"  # execution/page_execution.py's (importing it loads Sphinx)
+# Environment variables that change what a build or its kernels do.
+ENVIRONMENT = ("PYTHON", "JUPYTER", "IPYTHON", "BOOK_", "SPHINX", "SOURCE_DATE_EPOCH", "TZ", "LANG", "LC_",
+               "OMP_", "MKL_", "TORCH_", "PYTORCH_", "CUDA_")
+
+
+def cuda_problem() -> str | None:
+    """Why a CUDA build cannot run here, or None; asked in a child so it stays cheap."""
+    probe = "import torch; print(torch.cuda.is_available(), torch.__version__)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    if result.returncode != 0:
+        return f"cannot import torch: {result.stderr.strip().splitlines()[-1]}"
+    available, version = result.stdout.split()
+    if available != "True":
+        return f"--device cuda asked for, but torch {version} sees no CUDA device here"
+    return None
+
+
+def output_dir(out: Path, device: str, builder: str, code: str) -> Path:
+    """Where Sphinx writes one language: the html working folder, or the builder's own."""
+    return out / device / (publish.WORK if builder == "html" else builder) / code
+
+
+def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool = False) -> list[str]:
+    code = language.code
+    return [
+        sys.executable, "-m", "sphinx",
+        "-b", args.builder,
+        "-c", str(args.confdir),
+        "-d", str(out / args.device / "doctrees" / code),
+        "-D", f"language={language.sphinx}",
+        "-D", f"book_device={args.device}",
+        "-D", f"book_cache_root={args.cache_root}",
+        "-W", "-j", args.jobs, *(["-q"] if args.quiet else []), *(["-E"] if fresh else []),
+        str(docs / code),
+        str(output_dir(out, args.device, args.builder, code)),
+        *args.sphinx_args,
+    ]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m book_extensions build", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("builder", nargs="?", default="html", help="Sphinx builder (html, doctest, ...)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--language", action="append", dest="languages", metavar="CODE",
+                        help="build only this language (repeatable); default: all")
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="folder with one sub-folder per language")
+    parser.add_argument("--out", type=Path, default=ROOT / "_build")
+    parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    parser.add_argument("--confdir", type=Path, default=ROOT)
+    parser.add_argument("-j", "--jobs", default="auto")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    parser.epilog = "Arguments after -- go to sphinx-build, for example: -- -D nb_execution_timeout=30"
+    own, extra = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    args = parser.parse_args(own)
+    args.sphinx_args = extra
+    # Absolute before anything reads them: Sphinx reads a relative book_cache_root from the
+    # config folder, and the driver from the working directory.
+    for name in ("docs", "out", "cache_root", "confdir"):
+        setattr(args, name, getattr(args, name).resolve())
+    return args
+
+
+def misplaced_folder(args: argparse.Namespace) -> str | None:
+    """A folder the build writes that lies among the pages' sources, or None."""
+    for option, folder in (("--out", args.out), ("--cache-root", args.cache_root)):
+        if folder.is_relative_to(args.docs):
+            return (f"{option} {folder} is inside the docs folder {args.docs}: every page would see "
+                    f"the build change its sources; choose a folder outside it")
+    return None
+
+
+# --- what a build reads, and the note of the last good one ---------------------------------
+
+def add_files(digest, folder: Path, pattern: str = "**/*", content: bool = True) -> None:
+    """Each file's path (relative to ``folder``) and its content (or its size and time)."""
+    for path in sorted(folder.glob(pattern)):
+        if path.is_file() and "__pycache__" not in path.parts:
+            stat = path.stat()
+            digest.update(f"{path.relative_to(folder)}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest() if content
+                          else f"{stat.st_size} {stat.st_mtime_ns}\0".encode())
+
+
+def code_digest(args: argparse.Namespace, language: Language) -> str:
+    """What every page of a language depends on, beyond the page: the extensions' code,
+    conf.py, the Python and its packages, the settings. A change reads every page again."""
+    digest = hashlib.sha256()
+    add_files(digest, PACKAGE)  # book_extensions/: the code of every build
+    add_files(digest, args.confdir, "conf.py")
+    # What the extensions read besides the pages (term lists, search words, typography rules)
+    # and the examples pages load: a stricter rule or an edited example must reach every page.
+    for path in sorted(args.docs.iterdir()):
+        if path.is_file():
+            add_files(digest, args.docs, path.name)
+    add_files(digest, args.docs.parent, ".autocorrectrc")
+    add_files(digest, args.confdir, "examples/**/*")
+    packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    settings = {
+        "python": sys.executable, "packages": packages, "language": asdict(language), "device": args.device,
+        "cache": str(cache_dir(args.cache_root, args.device)), "sphinx": args.sphinx_args,
+        "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT)),
+    }
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def inputs_digest(args: argparse.Namespace, code_digest: str) -> str:
+    """Everything an html build reads: when it is unchanged, so is the site it makes."""
+    digest = hashlib.sha256(f"{code_digest} {args.builder}\0".encode())
+    add_files(digest, args.docs)  # every language: a language is compared with the reference one
+    for pattern in ("results/*.json", "torch-releases.txt", "requirements.txt"):
+        add_files(digest, args.confdir, pattern)
+    # The offline editions, which every page links and the site carries: large, so by size and time.
+    add_files(digest, args.out / args.device / "offline", content=False)
+    return digest.hexdigest()
+
+
+def source_files(args: argparse.Namespace, code: str) -> dict[str, list]:
+    """Each source file of a language: [its content's digest, its modification time]."""
+    folder = args.docs / code
+    return {str(p.relative_to(folder)): [hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns]
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def restored_sources(noted: dict, sources: dict) -> list[str]:
+    """Files whose content changed while their time did not move forward (a restore with
+    ``cp -p``, ``tar x``, ``git stash`` on a fast disk): Sphinx, which compares times, would
+    not read them again."""
+    return [name for name, (digest, mtime) in sources.items()
+            if name in noted and noted[name][0] != digest and mtime <= noted[name][1]]
+
+
+def folder_files(folder: Path) -> dict[str, int]:
+    """Each file of a built folder and its size: what publishing copied, and must still be there."""
+    return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def environment_stamp(doctrees: Path) -> list[int] | None:
+    """The saved environment's size and time: another Sphinx run on these doctrees (the live
+    preview, sphinx-build by hand) changes it, and may have read pages without failing."""
+    try:
+        stat = (doctrees / "environment.pickle").stat()
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def read_note(doctrees: Path) -> dict:
+    """The note, or {} (no trust) when it is missing or damaged."""
+    try:
+        note = json.loads((doctrees / NOTE).read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return {}
+    return note if isinstance(note, dict) else {}
+
+
+def forget_note(doctrees: Path) -> None:
+    """From now until it succeeds, the build of this language is not trusted."""
+    publish.remove(doctrees / NOTE)
+
+
+def write_note(doctrees: Path, note: dict) -> None:
+    doctrees.mkdir(parents=True, exist_ok=True)
+    partial = doctrees / f"{NOTE}.partial"
+    partial.write_text(json.dumps(note, indent=1) + "\n", encoding="utf8")
+    os.replace(partial, doctrees / NOTE)
+
+
+def report_nothing_read(doctrees: Path) -> None:
+    """The executions report of a build that did not start Sphinx: it read and executed nothing."""
+    path = doctrees / EXECUTIONS_FILE
+    with suppress(OSError, ValueError):
+        report = json.loads(path.read_text(encoding="utf8"))
+        path.write_text(json.dumps({**report, "read": [], "executed": []}, indent=1) + "\n")
+
+
+# --- processes: Sphinx in a group of its own, signals passed on, nothing left behind ---------
+
+PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG = 36, 1
+STOP_GRACE = 30  # seconds Sphinx has to stop after a signal before it is killed
+
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def prctl(option: int, value: int) -> None:
+    """Linux only; elsewhere a no-op (what it adds is a safety net, not the mechanism)."""
+    with suppress(AttributeError):
+        LIBC.prctl(option, value, 0, 0, 0)
+
+
+class Stop:
+    """The signal that stops the build (SIGTERM or SIGINT), passed on to the running Sphinx."""
+
+    MESSAGES = {signal.SIGINT: "the build was interrupted", signal.SIGTERM: "the build was stopped by SIGTERM"}
+
+    def __init__(self, locks: list[int] = ()) -> None:
+        self.locks = tuple(locks)  # the build's locks, which Sphinx holds too
+        self.finished = False  # the site was published: a late signal stops nothing
+        self.signum: int | None = None
+        self.since = 0.0
+        self.child: subprocess.Popen | None = None
+
+    def __call__(self, signum: int, frame) -> None:
+        if self.signum is None:
+            self.signum, self.since = signum, time.monotonic()
+        self.forward(signum)
+
+    def forward(self, signum: int) -> None:
+        if self.child is not None and self.child.poll() is None:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.child.pid, signum)
+
+    def message(self) -> str:
+        return f"error: {self.MESSAGES[self.signum]}; run it again to finish"
+
+
+def run_sphinx(command: list[str], stop: Stop) -> int:
+    """Sphinx's exit status; it runs in a session of its own, so that a signal reaches all of
+    it (its parallel readers too) through the driver, which waits for it to be gone."""
+    child = subprocess.Popen(command, start_new_session=True, pass_fds=stop.locks,
+                             preexec_fn=lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM))  # the driver killed
+    stop.child = child
+    if stop.signum is not None:  # arrived while it started
+        stop.forward(stop.signum)
+    try:
+        while True:
+            try:
+                return child.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                if stop.signum is not None and time.monotonic() - stop.since > STOP_GRACE:
+                    stop.forward(signal.SIGKILL)
+    finally:
+        stop.child = None
+
+
+def end_leftovers(grace: float = 5) -> list[str]:
+    """End every process the build left running (a kernel, a page's background process: the
+    driver is their subreaper, so they stay its descendants) and wait until they are gone."""
+    import psutil
+
+    left = psutil.Process().children(recursive=True)
+    names = []
+    for process in left:
+        with suppress(psutil.Error):
+            names.append(f"{process.name()} (pid {process.pid})")
+            process.terminate()
+    _, alive = psutil.wait_procs(left, timeout=grace)
+    for process in alive:
+        with suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(alive, timeout=grace)
+    return names
+
+
+def hold_lock(path: Path) -> int | None:
+    """An exclusive lock on ``path`` (flock, as the filelock package takes it), or None when
+    another build holds it. The descriptor goes to Sphinx too (pass_fds), and from it to its
+    parallel readers: if the driver is killed, the lock stays held until they are gone."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+# --- the build ------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    problems = settings.problems(args.confdir, args.docs, args.languages, args.sphinx_args)
+    problems = problems or [problem for problem in [misplaced_folder(args)] if problem]
+    if problems:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.device == "cuda":
+        problem = cuda_problem()
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+    languages = book_languages(args.confdir)
+    if args.languages:
+        unknown = set(args.languages) - {lang.code for lang in languages}
+        if unknown:
+            print(f"error: unknown language {', '.join(sorted(unknown))}: conf.py's book_languages has "
+                  f"{', '.join(lang.code for lang in languages)}", file=sys.stderr)
+            return 2
+        languages = [lang for lang in languages if lang.code in args.languages]
+    # Two builds writing one jupyter-cache, or one output folder, at once can corrupt it.
+    device_dir = args.out / args.device
+    locks = []
+    try:
+        for folder, busy in ((args.cache_root, f"another build is using the execution cache {args.cache_root}: "
+                              "wait for it to finish, or give this one its own --cache-root"),
+                             (device_dir, f"another build is writing {device_dir}: wait for it to finish, "
+                              "or give this one its own --out")):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                lock = hold_lock(folder / "book-build.lock")
+            except OSError as error:
+                print(f"error: cannot write {folder}: {error.strerror or error}", file=sys.stderr)
+                return 2
+            if lock is None:
+                print(f"error: {busy}", file=sys.stderr)
+                return 2
+            locks.append(lock)
+        publish.recover(device_dir)
+        # The kernel's torch and Python, not this process's, name the cache and the pages.
+        try:
+            kernel = check_kernel()
+        except KernelMismatch as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        problem = unreadable_cache(cache_dir(args.cache_root, args.device, kernel))
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+        return with_signals_passed_on(args, languages, locks)
+    finally:
+        for lock in locks:  # the build's processes are gone by now: they held them too
+            os.close(lock)
+
+
+def with_signals_passed_on(args: argparse.Namespace, languages: list[Language], locks: list[int]) -> int:
+    stop = Stop(locks)
+    previous = {signum: signal.signal(signum, stop) for signum in Stop.MESSAGES}
+    prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the build (a kernel, a daemon) stay ours to end
+    try:
+        status = build_languages(args, languages, stop)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if stop.signum is not None and not stop.finished:
+        print(stop.message(), file=sys.stderr)
+        return 128 + stop.signum
+    return status
+
+
+def build_language(args: argparse.Namespace, language: Language, stop: Stop) -> tuple[str, str | None]:
+    """Build one language and say so in one line: ("unchanged", "built", "failed" or "stopped",
+    the digest of what an html build read, to note once the site is published)."""
+    code = language.code
+    started = time.perf_counter()
+    doctrees = args.out / args.device / "doctrees" / code
+    note = read_note(doctrees)
+    trusted = code_digest(args, language)
+    inputs = inputs_digest(args, trusted) if args.builder == "html" else None
+    site = args.out / args.device / "html"
+    work = output_dir(args.out, args.device, args.builder, code)
+    # The site as published must still be whole: a file deleted from it is published again.
+    if (inputs is not None and note.get("site") == inputs and (site / code).is_dir()
+            and folder_files(site / code) == note.get("files")):
+        report_nothing_read(doctrees)
+        print(f"[{code}] {args.builder} unchanged in {time.perf_counter() - started:.1f} s", flush=True)
+        return "unchanged", inputs
+    sources = source_files(args, code)
+    noted = note.get("sources")
+    noted = noted if isinstance(noted, dict) else {}
+    fresh = (note.get("trusted") != trusted or note.get("environment") != environment_stamp(doctrees)
+             or not set(noted) <= set(sources) or bool(restored_sources(noted, sources))
+             # the working folder as the last good build left it (nothing deleted from it)
+             or (args.builder == "html" and folder_files(work) != note.get("files")))
+    forget_note(doctrees)
+    if fresh:
+        publish.remove(work)
+    if stop.signum is not None:
+        return "stopped", None
+    returncode = run_sphinx(sphinx_command(args, language, args.docs, args.out, fresh), stop)
+    left = end_leftovers()
+    if stop.signum is not None:
+        return "stopped", None
+    if left:
+        print(f"warning: [{code}] the build left processes running, now ended: {', '.join(left)}",
+              file=sys.stderr)
+    status = "ok" if returncode == 0 else f"FAILED (exit {returncode})"
+    print(f"[{code}] {args.builder} {status} in {time.perf_counter() - started:.1f} s", flush=True)
+    if returncode:
+        return "failed", None
+    if args.builder != "html":
+        # Another builder reads the same pages into the same doctrees, but resolves no
+        # references and writes no notebooks: the next html build reads every page again.
+        return "built", None
+    # What the site was built from is noted once it is published (build_languages).
+    write_note(doctrees, {"trusted": trusted, "environment": environment_stamp(doctrees),
+                          "sources": sources, "files": folder_files(work)})
+    return "built", inputs
+
+
+def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
+    results = {}
+    for language in languages:
+        results[language.code] = build_language(args, language, stop)
+        if stop.signum is not None:
+            return 1
+    failed = [code for code, (result, _) in results.items() if result == "failed"]
+    if failed:
+        print(f"error: the {args.builder} build failed for: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    if args.builder == "html":
+        device_dir = args.out / args.device
+        built = {code: inputs for code, (result, inputs) in results.items() if result == "built"}
+        if built:
+            # Every language built: a signal now waits until the site is swapped in and noted,
+            # so that it never stops the swap halfway (and the build then says it finished).
+            signal.pthread_sigmask(signal.SIG_BLOCK, Stop.MESSAGES)
+            try:
+                problem = publish.publish(device_dir, list(built), book_languages(args.confdir), args.docs)
+                for code, inputs in built.items():
+                    doctrees = device_dir / "doctrees" / code
+                    write_note(doctrees, {**read_note(doctrees), "site": inputs})
+                stop.finished = True
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, Stop.MESSAGES)
+            if problem:
+                print(f"The site root (language chooser, 404, robots.txt) is not written: {problem}")
+        print(f"The book is built. Open {(device_dir / 'html' / 'index.html').as_uri()}")
+    return 0

@@ -1,0 +1,109 @@
+"""Two executions of the book print the same: finds cells whose output changes from run to run.
+
+    python -m book_extensions determinism [--docs docs] [--cache-root .jupyter_cache]
+
+A page served from the cache hides a cell that prints the time, an unseeded random
+number or a set's order: its output was right once, and the next cold build differs.
+This executes every page once more, into a scratch cache, and compares each code
+cell's outputs with what the build's cache holds (build first: ``nox -s docs``).
+Object addresses are blanked on both sides, as on the pages.
+
+One execution serves every language (the cache is keyed on code without comments and
+docstrings, :mod:`book_extensions.execution.code_comments`), so the second execution runs the page
+of another language than the one whose execution the cache holds (the second language's,
+unless that one ran): an output that depends on the comments, such as a line number that
+a comment moved, is found here, naming both pages. A book in one language runs its pages
+twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from ..configuration.settings import book_languages, read, reference_language
+from ..execution.cache_key import cache_dir
+from ..paths import ROOT, shown
+from ..records import cell_records, release_changes
+from ..records.release_records import execute_missing
+
+
+def differences(first: dict, second: dict, docs: Path, ran: dict[str, tuple[str, str]] | None = None) -> list[str]:
+    """One line per code cell whose outputs differ between two records of the same book;
+    ``ran``: per page, the language of the execution in each record (default the reference's)."""
+    found = []
+    for page, cells in first["pages"].items():
+        one, two = (ran or {}).get(page, (reference_language(),) * 2)
+        for number, (a, b) in enumerate(zip(cells, second["pages"].get(page, [])), start=1):
+            if a["outputs"] != b["outputs"]:
+                left, right = release_changes.excerpt(" | ".join(a["outputs"]), " | ".join(b["outputs"]))
+                page_one, page_two = (shown(docs / language / f"{page}.md", Path.cwd()) for language in (one, two))
+                if one == two:
+                    found.append(f"{page_one}: code cell {number} printed differently in two "
+                                 f"executions: {left!r} then {right!r}; seed it, sort it, or print less")
+                    continue
+                found.append(f"{page_one} and {page_two}: code cell "
+                             f"{number} printed differently in two executions, one of each page: {left!r} then "
+                             f"{right!r}; print nothing that the comments change (a line number, a docstring), "
+                             "and seed it, sort it, or print less")
+    return found
+
+
+def executed_language(uri: str, page: str, languages: list[str]) -> str | None:
+    """The language whose page a cache record was executed from (its uri), if it says."""
+    return next((lang for lang in languages if Path(uri).as_posix().endswith(f"/{lang}/{page}.md")), None)
+
+
+def second_pages(docs: Path, cache: Path) -> tuple[list[tuple[str, object, Path]], dict[str, tuple[str, str]]]:
+    """What to execute again: per page, the page of another language than the one the cache
+    ran (the second language's, or the reference's when that one ran or is the only one);
+    and per page, (the language the cache ran, the language run now)."""
+    from jupyter_cache import get_cache
+
+    from ..execution.runner import cached_notebook
+
+    languages = [lang.code for lang in book_languages() if (docs / lang.code).is_dir()]
+    reference = reference_language()
+    other = next((lang for lang in languages if lang != reference), reference)
+    notebooks = {lang: dict(cell_records.book_notebooks(docs, lang)) for lang in {reference, other}}
+    store = get_cache(str(cache))
+    pages, ran = [], {}
+    for page, notebook in notebooks[reference].items():
+        found, _, _ = cached_notebook(store, notebook) if any(c.cell_type == "code" for c in notebook.cells) \
+            else (None, None, "")
+        first = (executed_language(found.uri, page, languages) if found is not None else None) or reference
+        now = other if first != other and page in notebooks[other] else reference
+        pages.append((page, notebooks[now][page], docs / now / f"{page}.md"))
+        ran[page] = (first, now)
+    return pages, ran
+
+
+def check(docs: Path, cache_root: Path, timeout: int) -> tuple[int, list[str]]:
+    """How many code cells were executed again, and the lines about those that differ."""
+    folder = cache_dir(cache_root, "cpu")
+    first = cell_records.record("cpu", folder, docs)
+    pages, ran = second_pages(docs, folder)
+    with tempfile.TemporaryDirectory(prefix="book-determinism-") as scratch:
+        execute_missing(docs, Path(scratch), timeout, pages)
+        second = cell_records.record("cpu", Path(scratch), docs, notebooks=[(page, nb) for page, nb, _ in pages])
+    return sum(map(len, first["pages"].values())), differences(first, second, docs, ran)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m book_extensions determinism", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs")
+    parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    args = parser.parse_args(argv)
+    timeout = read(ROOT).nb_execution_timeout
+    try:
+        cells, found = check(args.docs, args.cache_root, timeout)
+    except release_changes.ReleasesError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for line in found:
+        print(f"error: {line}", file=sys.stderr)
+    print(f"{cells} code cells executed twice: {len(found)} printed differently")
+    return 1 if found else 0

@@ -1,0 +1,16 @@
+"""How the book's pages execute, and what the build does with each execution.
+
+- :mod:`.page_execution`: the extension: the kernels' device and environment, the execution
+  cache each build uses, failures reported with their page and cell, each page's provenance
+  line, ``book-executions.json``;
+- :mod:`.runner`: the page executor: runs a page's cells in a fresh kernel (IPC sockets, an
+  empty working folder, the sources watched), or takes its outputs from the cache;
+- :mod:`.cache_key`: which execution cache a build uses, whether it can be read, and whether
+  the pages' kernel runs the toolchain's Python and torch (no Sphinx: the build driver asks);
+- :mod:`.cell_checks`: checks on every executed cell, and outputs cleaned for the page;
+- :mod:`.code_comments`: a code cell's code apart from its comments and docstrings;
+- :mod:`.notebook_downloads`: each page as an executed notebook, to download or open in Colab;
+- :mod:`.page_state`: what the extensions note about each page, in one environment collector.
+
+The code that runs inside the kernels is :mod:`book_extensions.kernel`. Imports nothing.
+"""

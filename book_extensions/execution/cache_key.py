@@ -1,0 +1,201 @@
+"""Which execution cache a build uses, whether it can be read, and whether the pages'
+kernel runs the toolchain's Python and torch.
+
+One cache per device, torch version, Python version and kernel inputs. The versions
+named are those of the toolchain (this environment); :func:`check_kernel` refuses a
+kernel that imports another torch (a stub on PYTHONPATH, a kernel spec naming another
+environment) or runs another Python, so they are also what the pages' kernel ran.
+
+Standard library only (and jupyter_client, to read the kernel spec): the build driver
+asks all this before it starts Sphinx, and importing the extensions would add a second
+to every build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from contextlib import closing
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from ..paths import PACKAGE, shown
+
+KERNEL_STARTUP = PACKAGE / "kernel" / "startup.py"
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """A Python as pages see it: its version, and which torch ``import torch`` gives it."""
+
+    python: str  # "3.11.7"
+    executable: str
+    torch: str  # the torch distribution's version, as pip names it: "2.15.0"
+    torch_folder: str  # where that torch package lies
+
+
+@cache
+def toolchain() -> Interpreter:
+    """This environment's Python and the torch installed in it (not whatever is on PYTHONPATH)."""
+    torch = importlib.metadata.distribution("torch")
+    folder = Path(torch.locate_file("torch")).resolve()
+    return Interpreter(platform.python_version(), sys.executable, torch.version, str(folder))
+
+
+def torch_version() -> str:
+    return toolchain().torch
+
+
+KERNEL_NAME = "python3"  # the kernel spec every page names
+
+
+class KernelMismatch(Exception):
+    """The pages' kernel is not the toolchain's Python or torch; the message is one line."""
+
+
+# Run by the kernel's Python: it finds torch as a kernel's `import torch` would (same path,
+# .pth files and import hooks) without importing it (2 s), unless it is not the
+# toolchain's: then it imports it, to name its version.
+PROBE = """
+import importlib.util, json, os, sys
+spec = importlib.util.find_spec("torch")
+if spec is None:
+    folder = None
+elif spec.origin:
+    folder = os.path.dirname(os.path.realpath(spec.origin))
+else:
+    folder = os.path.realpath(list(spec.submodule_search_locations)[0])
+version = None
+if folder is not None and folder != sys.argv[1]:
+    try:
+        import torch
+        version = str(getattr(torch, "__version__", "(no __version__)"))
+    except BaseException as error:
+        version = "(failing: %s: %s)" % (type(error).__name__, error)
+print(json.dumps({"python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
+                  "torch_folder": folder, "torch": version}))
+"""
+
+
+def kernel_command(environment: dict[str, str] | None = None,
+                   name: str = KERNEL_NAME) -> tuple[list[str], dict[str, str], str]:
+    """The Python (with its options) that a kernel of spec ``name`` runs, its environment
+    (``environment``, default this process's, with the spec's), and the spec's file."""
+    # Not at the top: the driver imports this module, and most of it needs no kernel spec.
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(name)
+    except NoSuchKernel:
+        raise KernelMismatch(f"there is no Jupyter kernel spec {name!r}: install the toolchain "
+                             "(python3 -m book_extensions toolchain)") from None
+    argv = list(spec.argv)
+    python = argv[: argv.index("-m")] if "-m" in argv else argv[:1]
+    # As jupyter_client's KernelManager.format_kernel_cmd does: "python" is this process's Python.
+    if python and python[0] in {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}:
+        python[0] = sys.executable
+    env = {**(os.environ if environment is None else environment), **spec.env}
+    return python, env, str(Path(spec.resource_dir, "kernel.json"))
+
+
+def check_kernel(environment: dict[str, str] | None = None) -> Interpreter:
+    """The Python and torch that the pages' kernels get; refused unless they are the toolchain's.
+
+    A plain ``python -c`` with the kernel spec's Python, its environment and an empty working
+    folder (as a page's) finds torch where a kernel would, in 0.1 s; starting a kernel and
+    importing torch would add 3 s to every build of each language.
+    """
+    expected = toolchain()
+    python, env, spec_file = kernel_command(environment)
+    with tempfile.TemporaryDirectory(prefix="book-probe-") as work:
+        try:
+            run = subprocess.run([*python, "-c", PROBE, expected.torch_folder], cwd=work, env=env,
+                                 capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise KernelMismatch(f"the pages' kernel (kernel spec {shown(spec_file)}) cannot start "
+                                 f"{python[0]}: {error}") from None
+    if run.returncode != 0:
+        last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+        raise KernelMismatch(f"the pages' kernel (kernel spec {shown(spec_file)}) fails in "
+                             f"{python[0]}: {last}")
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    if found["python"] != expected.python:
+        raise KernelMismatch(
+            f"the pages' kernel runs Python {found['python']} ({found['executable']}), not the "
+            f"toolchain's Python {expected.python} ({shown(expected.executable)}): the kernel spec "
+            f"{shown(spec_file)} names another Python; remove it, or build with the Python it names")
+    if found["torch_folder"] is None:
+        raise KernelMismatch(f"the pages' kernel ({shown(found['executable'])}) cannot import torch: "
+                             "install the toolchain (python3 -m book_extensions toolchain)")
+    if found["torch"] is not None:  # the probe imported it: another folder than the toolchain's
+        folder = found["torch_folder"]
+        on_path = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep)
+                   if entry and Path(folder).is_relative_to(Path(entry).resolve())]
+        fix = (f"remove {on_path[0]} from PYTHONPATH" if on_path else
+               f"remove it from the path of {shown(found['executable'])}")
+        raise KernelMismatch(
+            f"the pages' kernel imports torch {found['torch']} from {shown(folder)}, not the "
+            f"toolchain's torch {expected.torch} ({shown(expected.torch_folder)}): {fix} and build again")
+    return Interpreter(found["python"], found["executable"], expected.torch, expected.torch_folder)
+
+
+# What a page's outputs depend on besides its code: the kernel's startup file, the book's
+# code that pages import, how pages are executed, and the packages that compute or print
+# what a cell shows.
+KERNEL_FILES = (*sorted((PACKAGE / "kernel").glob("*.py")), PACKAGE / "execution" / "runner.py")
+KERNEL_PACKAGES = ("numpy", "ipython", "ipykernel", "matplotlib", "networkx")
+
+
+def kernel_inputs_digest() -> str:
+    digest = hashlib.sha256()
+    for path in KERNEL_FILES:
+        digest.update(path.read_bytes())
+    for package in KERNEL_PACKAGES:
+        digest.update(f"{package}=={importlib.metadata.version(package)}\n".encode())
+    return digest.hexdigest()[:8]
+
+
+def cache_dir(cache_root: Path, device: str, interpreter: Interpreter | None = None) -> Path:
+    """One execution cache per device, torch and Python version, and everything else outputs
+    depend on. ``interpreter``: the pages' kernel as the build found it (default: the toolchain,
+    which a build's kernel must match)."""
+    interpreter = interpreter or toolchain()
+    return (Path(cache_root)
+            / f"{device}-torch{interpreter.torch}-py{interpreter.python}-inputs{kernel_inputs_digest()}")
+
+
+# The tables and columns jupyter-cache creates (jupyter_cache/cache/db.py), only once, with
+# the database: a database that lacks one crashes the build at its first query.
+# tests/test_cache_damage.py compares this with jupyter-cache's own schema.
+CACHE_SCHEMA = {
+    "settings": {"pk", "key", "value"},
+    "nbproject": {"pk", "uri", "read_data", "assets", "exec_data", "created", "traceback"},
+    "nbcache": {"pk", "hashkey", "uri", "description", "data", "created", "accessed"},
+}
+
+
+def unreadable_cache(folder: Path) -> str | None:
+    """Why the cache in ``folder`` cannot be used (a corrupt, foreign or damaged database), or None."""
+    database = folder / "global.db"
+    if not database.exists():
+        return None
+    try:
+        with closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)) as connection:
+            for table, columns in CACHE_SCHEMA.items():
+                found = {row[1] for row in connection.execute(f"pragma table_info({table})")}
+                if not found:
+                    raise sqlite3.DatabaseError(f"no table {table}")
+                if columns - found:
+                    raise sqlite3.DatabaseError(f"table {table} has no column {min(columns - found)}")
+    except sqlite3.DatabaseError as error:
+        return (f"the execution cache {folder} cannot be read ({error}): delete that folder "
+                "(`make clean-cache` deletes the default one) and build again")
+    return None

@@ -1,0 +1,260 @@
+"""How the book's pages execute, and what the build does with the result.
+
+- every kernel starts from :mod:`..kernel.startup` (device, short tracebacks, warnings
+  without paths); :mod:`.runner` runs each page, or takes it from the cache;
+- before any page runs, the Python that kernels run is asked which Python it is and
+  where its torch comes from: another torch (a stub on PYTHONPATH, a kernel spec naming
+  another environment) or another Python is refused, so the versions a page names and
+  the cache is keyed by are the ones its cells ran;
+- kernels start with an empty IPython profile of the build's own: a startup file or
+  config in the user's ~/.ipython would change outputs without changing the cache key;
+- one cache per device, torch and Python version and kernel inputs (kernel/, the
+  executor, the versions of numpy, IPython, ipykernel, matplotlib and networkx);
+- a damaged cache is one line, never a crash: :mod:`.runner` executes a page again
+  whose cached notebook is missing or unreadable, and a page whose outputs could not be
+  stored (a full disk) is reported, with nothing half-written left in the cache;
+- every cell runs to the end (errors included); :mod:`.cell_checks` then judges each cell,
+  and a page that did not finish is reported with its cell and cause;
+- each page states which torch, device and date produced its outputs, and links its
+  executed notebook (:mod:`.notebook_downloads`);
+- ``book-executions.json`` beside the doctrees says which pages this build read and
+  which of them it had to execute (the benchmark and tests count these).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+from docutils import nodes
+from jupyter_cache import get_cache
+from myst_nb.core.read import create_nb_reader
+from myst_nb.sphinx_ import NbMetadataCollector
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.errors import ConfigError
+from sphinx.util import logging
+
+from ..configuration.messages import message
+from ..editions import offline_builders
+from ..paths import ROOT
+from ..records import release_changes
+from ..site.device_page import device_name
+from . import page_state, runner
+from .cache_key import KERNEL_STARTUP, Interpreter, KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
+from .cell_checks import cell_line, check_cells, clean_outputs
+from .notebook_downloads import write_notebook
+
+logger = logging.getLogger(__name__)
+
+DEVICES = ("cpu", "cuda")
+EXECUTIONS_FILE = "book-executions.json"
+
+# What the pages' kernel runs, as check_kernel() found it: set before any page is read.
+kernel: Interpreter | None = None
+
+
+def torch_version() -> str:
+    """The torch the pages' kernel imports (the toolchain's, which a build checks)."""
+    return (kernel or toolchain()).torch
+
+
+def python_version() -> str:
+    """The Python the pages' kernel runs."""
+    return (kernel or toolchain()).python
+
+
+def cache_path(config: Config) -> Path:
+    return cache_dir(Path(config.book_cache_root), config.book_device, kernel)
+
+
+def configure_execution(app: Sphinx, config: Config) -> None:
+    global kernel
+    device = config.book_device
+    if device not in DEVICES:
+        raise ConfigError(f"book_device must be one of {', '.join(DEVICES)}, not {device!r}")
+    prepare_kernels(device)
+    # Before anything imports torch here: with a stub on PYTHONPATH, this process would get it too.
+    # The build driver asks the same before it starts Sphinx; this is for sphinx-build run by hand.
+    try:
+        kernel = check_kernel()
+    except KernelMismatch as error:
+        raise ConfigError(str(error)) from None
+    device_name(device)
+    if not Path(config.book_cache_root).is_absolute():
+        config.book_cache_root = str(Path(app.confdir, config.book_cache_root))
+    config.nb_execution_cache_path = str(cache_path(config))
+    # The build driver says this before Sphinx starts; this is for sphinx-build run by hand.
+    problem = unreadable_cache(Path(config.nb_execution_cache_path))
+    if problem:
+        raise ConfigError(problem)
+    # Create the cache's database now: parallel readers that each find it missing
+    # race to create its tables, and all but one crash.
+    get_cache(config.nb_execution_cache_path).list_cache_records()
+    # Errors never stop a page: check_cells() below judges every cell afterwards,
+    # so one build reports every unexpected (or missing) error of every page.
+    config.nb_execution_allow_errors = True
+    config.nb_execution_raise_on_error = False
+    # This build's page executor: myst-nb runs every page through it from now on.
+    app.book_page_runner = runner.PageRunner.for_build(
+        Path(app.confdir), Path(app.srcdir).parent, limit=config.book_output_limit,
+        build_folders=[Path(app.outdir), Path(app.doctreedir), Path(config.book_cache_root)],
+        log=Path(app.doctreedir, "book-writes.log"))
+    app.book_page_runner.install()
+    # Prose names the torch that built the page as {{ torch_version }}, never as a literal.
+    config.myst_substitutions = {**config.myst_substitutions, "torch_version": torch_version()}
+    if device != "cpu":
+        config.doctest_global_setup = (
+            f"import torch\ntorch.set_default_device({device!r})\n"
+            + (config.doctest_global_setup or "")
+        )
+
+
+def prepare_kernels(device: str) -> None:
+    """Kernels inherit the environment of the process that starts them.
+
+    The startup file sets the device and output style; the repository on their path
+    lets pages draw figures with book_extensions.kernel.figures. IPYTHONDIR is replaced,
+    even where the user set it: any profile's startup files and config (print options,
+    display formats) would change outputs that the cache key does not see.
+    """
+    os.environ["PYTHONSTARTUP"] = str(KERNEL_STARTUP)
+    os.environ["BOOK_DEVICE"] = device
+    os.environ["IPYTHONDIR"] = empty_ipython_dir()
+    root = str(ROOT)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join([root, *[p for p in paths if p != root]])
+
+
+@cache
+def empty_ipython_dir() -> str:
+    """An IPython folder of this process's own, which nobody can have put startup files in.
+
+    Removed when the process ends (Sphinx's parallel readers end without running atexit)."""
+    folder = tempfile.mkdtemp(prefix="book-ipython-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def keep_build_files_out_of_the_site(app: Sphinx) -> None:
+    """Runs after myst-nb's own builder-inited handler.
+
+    myst-nb writes each page's notebook and output files to ``<site>/jupyter_execute``,
+    one folder for every language, inside what gets published. Per-language files
+    belong beside the doctrees. Failure reports of an earlier build go too.
+    """
+    folder = Path(app.doctreedir) / "jupyter_execute"
+    app.env.mystnb_config = app.env.mystnb_config.copy(output_folder=str(folder))
+    shutil.rmtree(Path(app.outdir) / "reports", ignore_errors=True)
+
+
+def source_notebook(app: Sphinx, docname: str):
+    """The page as myst-nb reads it: a notebook without outputs."""
+    env = app.env
+    path = Path(env.doc2path(docname))
+    text = path.read_text(encoding="utf8")
+    return create_nb_reader(str(path), env.myst_config, env.mystnb_config, text).read(text)
+
+
+def executed_notebook(app: Sphinx, docname: str):
+    """The page's notebook with its outputs, as this build's page executor left it."""
+    return app.book_page_runner.executed_notebooks.pop(str(Path(app.env.doc2path(docname))))
+
+
+def report_failed_execution(app: Sphinx, docname: str, exec_data: dict) -> None:
+    """A page whose execution did not finish: the page, the cell and the cause, in one line."""
+    error, detail = exec_data.get("error"), exec_data.get("book_detail") or ""
+    if error == "CacheWriteError":  # the page ran, but its outputs could not be stored
+        logger.warning(detail, location=docname, type="book", subtype="cache")
+        return
+    where, location = "", docname
+    index = exec_data.get("book_cell")
+    notebook = source_notebook(app, docname)
+    if index is not None and index < len(notebook.cells):
+        number = sum(1 for cell in notebook.cells[: index + 1] if cell.cell_type == "code")
+        where = f" in code cell {number}"
+        location = (docname, cell_line(notebook, index))
+    if error == "CellTimeoutError":
+        reason = f"a cell ran longer than the {app.config.nb_execution_timeout} s timeout{where}"
+    elif error == "DeadKernelError":
+        reason = f"the kernel died{where} ({detail})"
+    elif error == "SourcesChanged":
+        reason = (f"the book's sources changed while this page executed: {detail}; if a cell "
+                  "wrote there, restore them (git checkout) and let the page write only in its "
+                  "working folder; if you edited them, build again")
+    elif error == "PageProblem":  # the executor's own one-line reason, naming the cell
+        reason = detail
+    else:
+        reason = f"execution stopped with {error}{where}" + (f": {detail}" if detail else "")
+    logger.warning(
+        f"{reason}; nothing from this page was cached",
+        location=location, type="book", subtype="execution",
+    )
+
+
+def provenance_note(app: Sphinx, exec_data: dict) -> nodes.paragraph:
+    date = datetime.fromtimestamp(exec_data["mtime"], tz=UTC).strftime("%Y-%m-%d")
+    text = message("provenance").format(
+        torch=torch_version(), device=device_name(app.config.book_device), date=date
+    )
+    return nodes.paragraph(text, text, classes=["book-provenance"])
+
+
+def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
+    env = app.env
+    docname = env.docname
+    exec_data = NbMetadataCollector.get_exec_data(env, docname)
+    if not exec_data:
+        return  # nothing to execute
+    state = page_state.of(env)
+    state.executed = exec_data.get("book_executed", False)
+    if not exec_data["succeeded"]:
+        report_failed_execution(app, docname, exec_data)
+        state.problems = 1
+        return
+    notebook = executed_notebook(app, docname)
+    state.problems += check_cells(app, docname, notebook)
+    state.problems += clean_outputs(docname, doctree)
+    note = provenance_note(app, exec_data)
+    note += release_changes.annotate(app, docname, doctree, notebook)
+    if app.builder.name == "html":  # the web site, not the offline editions
+        write_notebook(app, docname, notebook)
+        note += offline_builders.download_links()  # filled per builder when the page is written
+    doctree.append(note)
+
+
+def reread_pages_with_problems(app: Sphinx, env, added, changed, removed) -> list[str]:
+    # Sphinx re-reads only changed pages, so a page whose cells failed would pass
+    # the next build unread. Reading it again is cheap: its outputs are cached.
+    return [d for d, state in page_state.every(env).items() if state.problems and d not in removed]
+
+
+def on_env_before_read_docs(app: Sphinx, env, docnames: list[str]) -> None:
+    env.book_read_now = sorted(docnames)
+
+
+def write_executions(app: Sphinx, exception: Exception | None) -> None:
+    env = app.env
+    read = getattr(env, "book_read_now", [])
+    report = {
+        "read": read,
+        "executed": sorted(d for d in read if page_state.of(env, d).executed),
+        "cache": app.config.nb_execution_cache_path,
+    }
+    Path(app.doctreedir).mkdir(parents=True, exist_ok=True)
+    Path(app.doctreedir, EXECUTIONS_FILE).write_text(json.dumps(report, indent=1) + "\n")
+
+
+def setup(app: Sphinx) -> None:
+    app.connect("config-inited", configure_execution)
+    app.connect("builder-inited", keep_build_files_out_of_the_site, priority=600)
+    app.connect("env-before-read-docs", on_env_before_read_docs)
+    app.connect("doctree-read", on_doctree_read)
+    app.connect("env-get-outdated", reread_pages_with_problems)
+    app.connect("build-finished", write_executions)

@@ -1,0 +1,594 @@
+"""Runs a page's cells in a fresh kernel, or takes its outputs from the execution cache.
+
+This replaces myst-nb's client for ``nb_execution_mode = "cache"``
+(``myst_nb.core.execute.cache.NotebookClientCache``), which
+
+- starts kernels on TCP ports, picked before they are bound: kernels started at once
+  by parallel readers can collide ("Address already in use") and abort the build;
+- catches only cell errors and timeouts, so a kernel that dies crashes the build
+  without naming the page;
+- runs a page in its own source folder, where a cell can edit the book's sources;
+- lets parallel readers write the cache at the same time: jupyter-cache trims old
+  records between two reads of its database and can delete a record another reader
+  has just added (``KeyError: Cache record not found``);
+- dates a cached page with the record's UTC time read as local time;
+- keeps all of a cell's output, however large, for the page to render (a 5 MB line
+  takes minutes there), control characters included;
+- lets a process a cell started outlive the page, and write the sources while another
+  page runs.
+
+Here kernels talk over IPC sockets (no ports), every page runs in an empty scratch
+folder, failures are reported with the page and cell, and every cache access holds one
+lock per cache. Each output is judged as it arrives (:class:`CheckedClient`: a cell
+over the output limit stops its page at once). The book's repository (every file git
+does not ignore, and the docs) is compared before and after each page, and the kernel
+notes what it writes (:mod:`..kernel.writes`), so that of pages running at once the one
+that wrote is blamed. The processes a page leaves running are stopped and reported.
+
+jupyter-cache also commits a record before it writes the record's notebook, and crashes
+on a record whose notebook is missing (``KeyError``) or truncated (``NotJSONError``).
+Here a failed write (a full disk) is rolled back and reported with the page, a stored
+notebook is read back before it counts, and a damaged record found later is dropped and
+its page executed again.
+
+Records are keyed on each cell's code without its comments and docstrings
+(:mod:`.code_comments`), and hold that code: a page whose comments are in another
+language is the same execution, and gets its outputs under its own source.
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from stat import S_ISREG
+
+import psutil
+from filelock import FileLock
+from jupyter_cache import get_cache
+from jupyter_cache.base import CacheBundleIn
+from jupyter_cache.cache.db import NbCacheRecord
+from jupyter_client.manager import AsyncKernelManager
+from myst_nb.core.execute.base import NotebookClientBase
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat import ValidationError
+from traitlets import Integer, default
+
+from .cell_checks import output_size, too_much_output
+from .code_comments import code_of
+
+# A control character other than \t, \n, \r, unless it starts an ANSI colour (SGR) sequence,
+# which myst-nb renders as colour. Browsers show the rest as nothing, or as a box.
+CONTROL_CHARACTER = re.compile(r"(?!\x1b\[[0-9;]*m)[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+class IpcKernelManager(AsyncKernelManager):
+    """A kernel on IPC sockets, which cannot collide; it keeps the exit code of a dead kernel."""
+
+    exit_code: int | None = None
+
+    @default("transport")
+    def _transport_default(self) -> str:
+        return "ipc"
+
+    async def _async_is_alive(self) -> bool:
+        if self.owns_kernel and self.has_kernel and self.provisioner is not None:
+            code = await self.provisioner.poll()
+            if code is not None:
+                self.exit_code = code
+                return False
+        return await super()._async_is_alive()
+
+    is_alive = _async_is_alive
+
+
+def escape_control_characters(output) -> str | None:
+    r"""Write an output's control characters as ``\xNN``, in place; the first one, or None."""
+    first = None
+
+    def escaped(text: str) -> str:
+        nonlocal first
+        found = CONTROL_CHARACTER.search(text)
+        if found is None:
+            return text
+        first = first or found.group()
+        return CONTROL_CHARACTER.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+    for key in ("text", "evalue"):
+        if isinstance(output.get(key), str):
+            output[key] = escaped(output[key])
+    if "traceback" in output:
+        output["traceback"] = [escaped(line) for line in output["traceback"]]
+    for mime, value in output.get("data", {}).items():
+        if isinstance(value, str):
+            output["data"][mime] = escaped(value)
+    return first
+
+
+class CheckedClient(NotebookClient):
+    r"""nbclient's client, judging each output as it arrives rather than after the page.
+
+    A cell that shows more than ``output_limit`` characters stops the page at once (its
+    kernel is killed) and keeps nothing past the limit, so a flood of output is never
+    cached or rendered (myst-nb's handling of carriage returns takes minutes on one long
+    line). A control character is kept escaped (``\x07``) and refused.
+    """
+
+    output_limit = Integer(None, allow_none=True, help="the most characters a code cell may show")
+
+    def reset_execution_trackers(self) -> None:
+        super().reset_execution_trackers()
+        self.over_limit: tuple[int, int] | None = None  # (cell index, characters shown)
+        self.control_character: tuple[int, str] | None = None  # (cell index, the character)
+        self._shown: dict[int, tuple[int, int]] = {}  # cell index -> (outputs, characters)
+
+    def output(self, outs, msg, display_id, cell_index):
+        if self.over_limit is not None:  # the page is being stopped: keep nothing more
+            return None
+        out = super().output(outs, msg, display_id, cell_index)
+        if out is None:
+            return None
+        character = escape_control_characters(out)
+        if character and self.control_character is None:
+            self.control_character = (cell_index, character)
+        if self.output_limit is not None:
+            count, size = self._shown.get(cell_index, (0, 0))
+            # Counted as outputs arrive; recounted when the cell cleared its outputs.
+            size = size + output_size({"outputs": [out]}) if count == len(outs) - 1 else output_size({"outputs": outs})
+            self._shown[cell_index] = (len(outs), size)
+            if size > self.output_limit:
+                outs.remove(out)
+                self.over_limit = (cell_index, size)
+                with suppress(ProcessLookupError):
+                    os.kill(self.km.provisioner.pid, signal.SIGKILL)
+                return None
+        return out
+
+    def refusal(self) -> tuple[int, str] | None:
+        """(cell index, one-line reason) of the output this client refused, if any."""
+        if self.over_limit is not None:
+            index, size = self.over_limit
+            return index, too_much_output(code_cell(self.nb, index), size, self.output_limit)
+        if self.control_character is not None:
+            index, character = self.control_character
+            return index, (f"{code_cell(self.nb, index)} shows the control character "
+                           f"\\x{ord(character):02x}, which a page cannot show; leave it out "
+                           "or print its repr()")
+        return None
+
+
+def code_cell(notebook, index: int) -> str:
+    """How messages name ``notebook.cells[index]``: "code cell 2"."""
+    return f"code cell {sum(1 for cell in notebook.cells[: index + 1] if cell.cell_type == 'code')}"
+
+
+@dataclass
+class Execution:
+    seconds: float
+    # "CellTimeoutError", "DeadKernelError", "SourcesChanged", ..., or "PageProblem":
+    # then ``detail`` is the whole one-line reason, naming the cell.
+    error: str | None = None
+    cell: int | None = None  # index in notebook.cells of the cell that was running
+    detail: str = ""
+
+
+def repository(folder: Path) -> Path:
+    """The top of the git work tree ``folder`` is in; ``folder`` itself outside one."""
+    with suppress(OSError):
+        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True)
+        if top.returncode == 0:
+            return Path(top.stdout.strip())
+    return folder
+
+
+def watched_files(root: Path) -> list[str]:
+    """Every file under ``root`` that git does not ignore; outside a git work tree, every
+    file but those in hidden folders, ``__pycache__`` and ``_build``."""
+    with suppress(OSError):
+        listing = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                                  "--exclude-standard"], capture_output=True)
+        if listing.returncode == 0:
+            return [os.path.join(root, os.fsdecode(name)) for name in listing.stdout.split(b"\0") if name]
+    files = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in ("__pycache__", "_build")]
+        files += [os.path.join(folder, name) for name in names]
+    return files
+
+
+def adopt_orphans() -> None:
+    """Become the parent of every orphaned descendant (Linux), so that a process a cell left
+    behind stays among this process's descendants after its kernel is gone."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def stop(processes: set[psutil.Process]) -> None:
+    """Terminate, then kill, ``processes``; read their exit codes (which ends zombies too).
+
+    All are stopped first: a shell whose child ended before the shell got the signal would
+    run its next command (``sleep 2; echo late > file``)."""
+    for step in (psutil.Process.suspend, psutil.Process.terminate, psutil.Process.resume):
+        for process in processes:
+            with suppress(psutil.Error):
+                step(process)
+    _, alive = psutil.wait_procs(processes, timeout=3)
+    for process in alive:
+        with suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(alive, timeout=3)
+
+
+class PageProcesses:
+    """The processes a page's cells start: this process's descendants, but its kernel.
+
+    ipykernel ends the processes of its own process group when it shuts down, silently;
+    one in a group or session of its own, or one whose kernel died, runs on (and may write
+    the sources while another page runs). So the processes still running when a cell ends
+    are noted, those left when the kernel is gone are stopped, and both are reported.
+    """
+
+    def __init__(self) -> None:
+        adopt_orphans()
+        self.this = psutil.Process()
+        self.builds = set(self.this.children(recursive=True))  # the build's own, not the page's
+        self.kernel_pid: int | None = None
+        self.started: dict[psutil.Process, tuple[int, str]] = {}  # -> (cell index, command line)
+        self.after_cell: set[psutil.Process] = set()  # running when the latest cell ended
+
+    def running(self, cell_index: int) -> set[psutil.Process]:
+        """The page's processes running now; new ones are noted as started by the cell."""
+        found = set()
+        for process in set(self.this.children(recursive=True)) - self.builds:
+            with suppress(psutil.Error):  # ended meanwhile
+                if process.pid != self.kernel_pid and process.status() != psutil.STATUS_ZOMBIE:
+                    self.started.setdefault(process, (cell_index, " ".join(process.cmdline()) or process.name()))
+                    found.add(process)
+        return found
+
+    def cell_ended(self, cell_index: int) -> None:
+        self.after_cell = self.running(cell_index)
+
+    def stop_the_rest(self, cell_index: int) -> list[tuple[int, str]]:
+        """Once the kernel is gone: stop what still runs. (cell index, command line) of every
+        process the page left running, earliest cell first."""
+        left = self.after_cell | self.running(cell_index)
+        stop(set(self.this.children(recursive=True)) - self.builds)
+        return sorted(self.started[process] for process in left)
+
+
+@dataclass
+class PageRunner:
+    """The page executor of one build: runs its pages and keeps what they left.
+
+    Made by the build before pages are read (:meth:`for_build`), so before parallel readers
+    fork: each then has its own copy, and its own executed notebooks. What it holds: the
+    folders whose files a page must not change (the book's repository, its docs), the folder
+    they are named from in messages, the folders in them the build itself writes (output,
+    cache), the log in which kernels note what they write (kernel/writes.py), the most
+    characters a code cell may show (None: no limit), and the executed notebook of each page
+    read in this process, for the checks that follow. Made bare, it watches nothing and
+    limits nothing (a tool that executes pages outside a build: ``releases record``).
+    """
+
+    watched_sources: list[Path] = field(default_factory=list)
+    sources_root: Path = Path(".")
+    unwatched: list[Path] = field(default_factory=list)
+    writes_log: Path | None = None
+    output_limit: int | None = None
+    executed_notebooks: dict[str, object] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def for_build(cls, confdir: Path, docs: Path, build_folders: list[Path], limit: int, log: Path) -> PageRunner:
+        """Before pages are read: watch the repository of ``confdir`` and that of ``docs`` (one
+        and the same, unless the docs are elsewhere) but the folders the build writes itself;
+        kernels note what they write in ``log``; a cell may show ``limit`` characters."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_bytes(b"")  # an earlier build's writes are not this one's
+        return cls(watched_sources=sorted({repository(confdir), repository(docs)}), sources_root=confdir,
+                   unwatched=build_folders, writes_log=log, output_limit=limit)
+
+    def source_state(self) -> dict[str, tuple[int, int]]:
+        """(mtime, size) of every watched file but those the build writes itself."""
+        skipped = tuple(os.path.join(folder, "") for folder in self.unwatched)
+        state = {}
+        for root in self.watched_sources:
+            for path in watched_files(root):
+                if path.startswith(skipped):
+                    continue
+                try:
+                    stat = os.stat(path)
+                except FileNotFoundError:  # deleted, but still tracked; or an editor's swap file
+                    continue
+                if S_ISREG(stat.st_mode):
+                    state[path] = (stat.st_mtime_ns, stat.st_size)
+        return state
+
+    def changed_sources(self, before: dict, after: dict, written_elsewhere: set[str] = frozenset()) -> list[str]:
+        """What changed, named from ``sources_root``; a file only other pages noted writing is theirs."""
+        def relative(path: str) -> str:
+            with suppress(ValueError):
+                return Path(path).relative_to(self.sources_root).as_posix()
+            return path
+
+        changed = [p for p in after if before.get(p) != after[p]] + [p for p in before if p not in after]
+        return sorted(relative(p) for p in changed if p not in written_elsewhere)
+
+    def written_by_other_pages(self, page_id: str) -> set[str]:
+        """Paths the kernels of other pages noted writing (kernel/writes.py), and not this one."""
+        if self.writes_log is None or not self.writes_log.exists():
+            return set()
+        mine, others = set(), set()
+        for line in self.writes_log.read_text(encoding="utf8", errors="surrogateescape").splitlines():
+            page, _, path = line.partition("\t")
+            (mine if page == page_id else others).add(path)
+        return others - mine
+
+    def execute(self, notebook, timeout: int | None) -> Execution:
+        """Run every cell, errors included, in an empty scratch folder; the notebook gets the outputs.
+
+        A page must not change the watched files, and must wait for the processes it starts:
+        those still running when it ends are stopped and reported.
+        """
+        running: dict[str, int] = {}
+        processes = PageProcesses()
+
+        def on_cell_start(cell, cell_index: int) -> None:
+            if cell.cell_type == "code":  # nbclient calls this for Markdown cells too
+                running["cell"] = cell_index
+
+        def on_cell_executed(cell, cell_index: int, execute_reply) -> None:
+            processes.cell_ended(cell_index)
+
+        before = self.source_state()
+        started = time.perf_counter()
+        result = Execution(0.0)
+        # A cell may leave a process writing in its folder: cleaning up must not fail the build.
+        with tempfile.TemporaryDirectory(prefix="book-page-", ignore_cleanup_errors=True) as scratch:
+            # The sockets live beside the page's working folder, named by absolute path:
+            # a relative one would resolve differently in the kernel and in this process.
+            sockets = Path(scratch, "sockets")
+            work = Path(scratch, "work")
+            sockets.mkdir()
+            work.mkdir()
+            kernel_name = notebook.metadata.get("kernelspec", {}).get("name", "python3")
+            manager = IpcKernelManager(kernel_name=kernel_name, ip=str(sockets / "kernel"))
+            client = CheckedClient(
+                notebook,
+                km=manager,
+                timeout=timeout,
+                allow_errors=True,
+                record_timing=False,
+                on_notebook_start=lambda notebook: setattr(processes, "kernel_pid", manager.provisioner.pid),
+                on_cell_start=on_cell_start,
+                on_cell_executed=on_cell_executed,
+                resources={"metadata": {"path": str(work)}},
+                output_limit=self.output_limit,
+            )
+            client.owns_km = True  # so that nbclient shuts the kernel down when the page is done
+            environment = dict(os.environ)
+            if self.writes_log is not None:  # read by kernel/writes.py
+                environment.update(BOOK_WRITES_LOG=str(self.writes_log), BOOK_PAGE_ID=scratch,
+                                   BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))
+            # The kernel's own messages (not the cells' output, which arrives as messages)
+            # go to a log: the last line says why a dead kernel died.
+            kernel_log = Path(scratch, "kernel.log")
+            try:
+                with kernel_log.open("w") as log:
+                    client.execute(stdout=log, stderr=log, env=environment)
+            except CellTimeoutError:
+                result.error = "CellTimeoutError"
+            except DeadKernelError:
+                code = manager.exit_code
+                result.error = "DeadKernelError"
+                result.detail = f"exit code {code}" if code is not None else "exit code unknown"
+                last = [line for line in kernel_log.read_text(errors="replace").splitlines() if line.strip()]
+                if last:
+                    result.detail += f": {last[-1].strip()}"
+            except Exception as error:  # noqa: BLE001 - reported with the page, never a crash
+                if getattr(client, "_async_cleanup_kernel_future", None) is not None:
+                    # nbclient caught Ctrl-C (or SIGTERM) and shut the kernel down: stop the build.
+                    raise KeyboardInterrupt from error
+                result.error = type(error).__name__
+                result.detail = (str(error).strip().splitlines() or [""])[0]
+            finally:
+                # Before the sources are compared: a process left running cannot write later,
+                # when another page would be blamed.
+                left = processes.stop_the_rest(running.get("cell", 0))
+        result.seconds = time.perf_counter() - started
+        result.cell = running.get("cell") if result.error else None
+        refusal = client.refusal()
+        if refusal is not None:  # it killed the kernel: that is not the cause to report
+            result.error = "PageProblem"
+            result.cell, result.detail = refusal
+        if left and not result.error:
+            result.error = "PageProblem"
+            result.cell = left[0][0]
+            shown = " / ".join(name[:60] for _, name in left[:3]) + (" / …" if len(left) > 3 else "")
+            count = "a process" if len(left) == 1 else f"{len(left)} processes"
+            result.detail = (f"{code_cell(notebook, result.cell)} left {count} running ({shown}): "
+                             "a page must wait for what it starts; it was stopped")
+        changed = self.changed_sources(before, self.source_state(), self.written_by_other_pages(scratch))
+        if changed and not result.error:
+            result.error = "SourcesChanged"
+            result.detail = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        return result
+
+    def install(self) -> None:
+        """Make myst-nb run pages through PageClient, with this runner, in the "cache" execution mode."""
+        import myst_nb.sphinx_ as myst_nb_sphinx
+
+        # myst-nb's own, which an earlier build's runner may have replaced already.
+        original = getattr(myst_nb_sphinx.create_client, "book_replaced", myst_nb_sphinx.create_client)
+
+        def create_client(notebook, source, nb_config, logger, read_fmt=None):
+            if nb_config.execution_mode == "cache":
+                path = Path(source) if Path(source).is_file() else None
+                return PageClient(notebook, path, nb_config, logger, runner=self)
+            return original(notebook, source, nb_config, logger, read_fmt)
+
+        create_client.book_replaced = original
+        myst_nb_sphinx.create_client = create_client
+
+
+def cache_lock(cache_path: str) -> FileLock:
+    """Held for every read or write of one cache's database, across parallel readers."""
+    return FileLock(os.path.join(cache_path, "book-cache.lock"))
+
+
+class CacheWriteError(Exception):
+    """A page's outputs could not be stored; the message says where and why, in one line."""
+
+
+def notebook_folder(cache, hashkey: str) -> Path:
+    """Where jupyter-cache keeps the notebook (and artifacts) of the record ``hashkey``."""
+    return cache._get_notebook_path_cache(hashkey).parent
+
+
+def drop(cache, hashkey: str) -> None:
+    """Remove the record ``hashkey`` and its folder, whichever of the two exists."""
+    with suppress(KeyError):
+        NbCacheRecord.remove_records([NbCacheRecord.record_from_hashkey(hashkey, cache.db).pk], cache.db)
+    shutil.rmtree(notebook_folder(cache, hashkey), ignore_errors=True)
+
+
+def keyed(notebook):
+    """A copy of ``notebook`` whose code cells hold their code only: what the cache keys and stores."""
+    copied = copy.deepcopy(notebook)
+    for cell in copied.cells:
+        if cell.cell_type == "code":
+            cell.source = code_of(cell.source)
+            # Which file a program was loaded from is each language's own (examples/zh/…);
+            # the code it put in the cell is what ran.
+            cell.metadata.pop("load", None)
+    return copied
+
+
+def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
+    """Add an executed notebook to the cache, replacing an older execution of the same code.
+
+    Nothing half-written stays: if writing fails, or the notebook does not read back, the
+    record and its folder are removed again and CacheWriteError says why.
+    """
+    cache = get_cache(cache_path)
+    notebook = keyed(notebook)
+    _, hashkey = cache.create_hashed_notebook(notebook)
+    with cache_lock(cache_path):
+        try:
+            # A folder left without its record or notebook would fail jupyter-cache's mkdir.
+            shutil.rmtree(notebook_folder(cache, hashkey), ignore_errors=True)
+            record = cache.cache_notebook_bundle(
+                CacheBundleIn(notebook, uri, data={"execution_seconds": seconds}),
+                check_validity=False, overwrite=True,
+            )
+            cache.get_cache_bundle(record.pk)  # reads and parses the notebook just written
+        except Exception as error:  # noqa: BLE001 - a full disk, a damaged database: one line
+            with suppress(Exception):  # on a full disk even this may fail: reading drops it later
+                drop(cache, hashkey)
+            cause = (str(error).strip().splitlines() or [""])[0]
+            raise CacheWriteError(
+                f"the page ran, but its outputs could not be stored in the execution cache {cache_path} "
+                f"({type(error).__name__}: {cause}): free disk space (or, if the cache is damaged, "
+                "remove it with `make clean-cache`) and build again") from error
+
+
+def cached_notebook(cache, notebook) -> tuple[object, object, str]:
+    """The cache's record of ``notebook``'s code and the notebook with its outputs (and its
+    own sources, comments included), or (None, None, why the record was dropped: "" when
+    there was none)."""
+    code = keyed(notebook)
+    try:
+        record = cache.match_cache_notebook(code)
+    except KeyError:
+        return None, None, ""
+    try:
+        _, merged = cache.merge_match_into_notebook(code)
+    except KeyError:  # jupyter-cache's "Notebook file does not exist for cache record"
+        why = "its notebook is missing"
+    except (ValueError, ValidationError, IndexError) as error:  # truncated: NotJSONError
+        why = f"its notebook is unreadable ({type(error).__name__})"
+    else:
+        for cell, own in zip(merged.cells, notebook.cells, strict=True):
+            cell.source, cell.metadata = own.source, copy.deepcopy(own.metadata)
+        return record, merged, ""
+    # Executing the page again loses nothing; the record would fail every build.
+    drop(cache, record.hashkey)
+    return None, None, why
+
+
+def utc_timestamp(naive_utc: datetime) -> float:
+    # jupyter-cache stores datetime.utcnow() without a zone.
+    return naive_utc.replace(tzinfo=UTC).timestamp()
+
+
+class PageClient(NotebookClientBase):
+    """Outputs from the cache, or from a fresh execution that is then cached if it succeeded;
+    ``runner`` executes the page, and keeps its executed notebook."""
+
+    def __init__(self, notebook, path, nb_config, logger, *, runner: PageRunner, **kwargs) -> None:
+        super().__init__(notebook, path, nb_config, logger, **kwargs)
+        self.runner = runner
+
+    def start_client(self) -> None:
+        cache_path = self.nb_config.execution_cache_path
+        cache = get_cache(cache_path)
+        with cache_lock(cache_path):
+            record, merged, dropped = cached_notebook(cache, self.notebook)
+        if dropped:
+            self.logger.info(f"the execution cache {cache_path} had a damaged record of this page "
+                             f"({dropped}): dropped it, executing the page again")
+        if record is not None:
+            self._notebook = merged
+            self.logger.info(f"Using cached notebook: ID={record.pk}")
+            self.exec_metadata = {
+                "mtime": utc_timestamp(record.created),
+                "runtime": record.data.get("execution_seconds"),
+                "method": "cache",
+                "succeeded": True,
+                "error": None,
+                "traceback": None,
+                "book_executed": False,
+            }
+            self.remember()
+            return
+        if self.path is None:
+            raise ValueError("a page must be a file to be executed through the cache")
+        result = self.runner.execute(self.notebook, self.nb_config.execution_timeout)
+        if result.error is None:
+            try:
+                store(cache_path, self.notebook, str(self.path), result.seconds)
+            except CacheWriteError as error:
+                result.error, result.detail = "CacheWriteError", str(error)
+        self.exec_metadata = {
+            "mtime": time.time(),
+            "runtime": result.seconds,
+            "method": "cache",
+            "succeeded": result.error is None,
+            "error": result.error,
+            # myst-nb writes a report file (and a warning with its path) when this is set;
+            # the book's own warning names the page, the cell and the cause instead.
+            "traceback": None,
+            "book_executed": True,
+            "book_cell": result.cell,
+            "book_detail": result.detail,
+        }
+        if result.error is None:
+            self.remember()
+
+    def remember(self) -> None:
+        # A copy: myst-nb then takes glued values out of the notebook and merges its streams.
+        if self.path is not None:
+            self.runner.executed_notebooks[str(self.path)] = copy.deepcopy(self.notebook)

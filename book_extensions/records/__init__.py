@@ -1,0 +1,13 @@
+"""What every code cell printed: recorded per device and per torch release, and compared.
+
+- :mod:`.cell_records`: the records (``results/<device>.json``) and their comparison
+  (``python -m book_extensions records``);
+- :mod:`.release_list`: the torch releases of ``torch-releases.txt`` (standard library only:
+  the noxfile imports it before any environment exists);
+- :mod:`.release_changes`: what each release printed and what changed between releases, in
+  the book (folded notes, the ``{torch-releases}`` directive);
+- :mod:`.release_records`: the command (``python -m book_extensions releases``) that records
+  the book under the installed torch; command-line layer: no extension imports it.
+
+Imports nothing (see :mod:`.release_list`).
+"""

@@ -1,0 +1,394 @@
+"""Records of what every code cell printed, and their comparison (devices, releases, runs).
+
+    python -m book_extensions records record --device cuda   # after a CUDA build
+    python -m book_extensions records compare                # results/cpu.json vs results/cuda.json
+
+A record (``results/<device>.json``) is small, reviewable text: for every code cell
+of the book, in page order, a digest of its code (without its comments and docstrings,
+:mod:`..execution.code_comments`: rewording a comment, or translating it, leaves a record current) and
+what it printed (text, or ``Error: message``). Records are compared cell by cell at the same position of a page
+(a page may hold the same code twice); the digest says whether the cell there is still
+the same code, else it is missing or stale.
+:func:`compare` normalises what is expected to differ between devices (device strings,
+``torch.cuda.FloatTensor``, float noise within :data:`RTOL`/:data:`ATOL`, and, when the
+two runs used different torch versions, the wording of messages) and reports the rest
+as behaviour differences: an error on one device only, another exception type, other
+flags, names or counts, values beyond tolerance.
+
+The same comparison, with other rules, finds what changed between torch releases
+(:mod:`.release_changes`) and between two runs (:mod:`..commands.determinism`); :mod:`..site.device_page` renders
+the CPU/CUDA one on the book's "CPU vs CUDA" page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import re
+import sys
+from dataclasses import dataclass, field
+from itertools import zip_longest
+from pathlib import Path
+
+from ..configuration.messages import ENGLISH, message
+from ..configuration.settings import reference_language
+from ..execution.code_comments import code_of
+from ..paths import ROOT
+
+RTOL, ATOL = 1e-4, 2e-4  # printed tensors have four decimals
+
+NUMBER = re.compile(r"-?\d+\.\d*(?:e[-+]?\d+)?|-?\d+e[-+]?\d+|(?<![\w.])-?\d+(?![\w.])")
+DEVICE_NOISE = [
+    (re.compile(r",\s*device='cuda(?::\d+)?'"), ""),
+    (re.compile(r"torch\.cuda\.(\w+Tensor)"), r"torch.\1"),
+    (re.compile(r"\bcuda:\d+\b"), "<device>"),
+    (re.compile(r"(?<![\w'])'?cuda'?(?![\w'])"), "<device>"),
+    (re.compile(r"(?<![\w'])'?cpu'?(?![\w'])"), "<device>"),
+]
+
+
+GLUED = "application/papermill.record/text/plain"
+
+
+def source_digest(source: str) -> str:
+    """What a record keeps of a cell's source: a digest of its code, comments and docstrings aside."""
+    return hashlib.sha256(code_of(source).encode("utf8")).hexdigest()[:16]
+
+
+def output_text(output) -> str:
+    """One output as text, with object addresses blanked as on the pages."""
+    from ..execution.cell_checks import ADDRESS, ADDRESS_PLACEHOLDER
+
+    if output["output_type"] == "stream":
+        text = output["text"]
+    elif output["output_type"] == "error":
+        text = f"{output['ename']}: {output['evalue']}"
+    else:
+        data = output.get("data", {})
+        # A glued value (myst-nb's glue) is recorded by what it shows on the page.
+        text = (data.get("text/plain") or data.get(GLUED)
+                or "[" + ", ".join(sorted(data)) + "]")
+    return ADDRESS.sub(ADDRESS_PLACEHOLDER, text)
+
+
+def joined_streams(outputs: list) -> list:
+    """Consecutive chunks of one stream as one output: chunking is a matter of timing."""
+    joined = []
+    for output in outputs:
+        previous = joined[-1] if joined else None
+        if (output["output_type"] == "stream" and previous is not None
+                and previous["output_type"] == "stream" and previous["name"] == output["name"]):
+            joined[-1] = {**previous, "text": previous["text"] + output["text"]}
+        else:
+            joined.append(output)
+    return joined
+
+
+def book_notebooks(docs: Path, language: str | None = None):
+    """(page, notebook) for every page (of the reference language), read the way the build reads it."""
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    language = language or reference_language()
+    for path in sorted((docs / language).rglob("*.md")):
+        text = path.read_text(encoding="utf8")
+        notebook = read_myst_markdown_notebook(text, path=str(path))
+        yield path.relative_to(docs / language).with_suffix("").as_posix(), notebook
+
+
+def page_source(docs: Path, page: str, language: str | None = None) -> str:
+    """How messages name a page (of the reference language unless told): docs/en/detach.md."""
+    return f"{docs.name}/{language or reference_language()}/{page}.md"
+
+
+def current_digests(docs: Path, language: str | None = None) -> dict[str, list[str]]:
+    """Per page, the digest of each code cell as the page is now (of ``language``, default the reference)."""
+    return {page: [source_digest(c.source) for c in nb.cells if c.cell_type == "code"]
+            for page, nb in book_notebooks(docs, language)}
+
+
+def record(device: str, cache_dir: Path, docs: Path, language: str | None = None, notebooks=None) -> dict:
+    """Every code cell's outputs, from the device's execution cache, for the pages of
+    ``language`` (default the reference one: every language is one execution), or for
+    ``notebooks``, (page, notebook) pairs."""
+    import torch
+    from jupyter_cache import get_cache
+
+    from ..execution.runner import cached_notebook
+
+    cache = get_cache(str(cache_dir))
+    pages = {}
+    executed_at = []
+    for page, notebook in notebooks if notebooks is not None else book_notebooks(docs, language):
+        cells = [c for c in notebook.cells if c.cell_type == "code"]
+        if not cells:
+            continue
+        found, executed, _ = cached_notebook(cache, notebook)
+        if found is None:
+            raise SystemExit(f"error: {page_source(docs, page, language)} has no {device} execution in {cache_dir}; "
+                             "build first") from None
+        executed_at.append(found.created)
+        code = [c for c in executed.cells if c.cell_type == "code"]
+        pages[page] = [
+            {"source": source_digest(cell.source),
+             "outputs": [output_text(o) for o in joined_streams(cell.get("outputs", []))]}
+            for cell in code
+        ]
+    return {
+        "device": device,
+        "device_name": torch.cuda.get_device_name(0) if device == "cuda" else "CPU",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda if device == "cuda" else None,
+        "python": platform.python_version(),
+        # When the newest of these outputs was produced, so rebuilding from the
+        # cache rewrites the record unchanged.
+        "date": max(executed_at).strftime("%Y-%m-%d") if executed_at else None,
+        "pages": pages,
+    }
+
+
+# Where torch's own C++ source raised a warning: the line moves between releases.
+SOURCE_REFERENCE = re.compile(r"\(Triggered internally at [^)]*\)")
+
+
+def normalise(text: str, loose_wording: bool, devices: bool = True) -> str:
+    text = SOURCE_REFERENCE.sub("(Triggered internally at …)", text)
+    if devices:
+        for pattern, replacement in DEVICE_NOISE:
+            text = pattern.sub(replacement, text)
+    if loose_wording:
+        # Another torch may word a message differently: keep the exception or warning type.
+        text = re.sub(r"^(\w+(?:Error|Warning|Exception)): .*$", r"\1: …", text, flags=re.M)
+    return text
+
+
+def numbers_close(a: str, b: str) -> bool:
+    x, y = float(a), float(b)
+    return abs(x - y) <= ATOL + RTOL * max(abs(x), abs(y))
+
+
+@dataclass
+class Difference:
+    page: str
+    cell: int
+    kind: str  # "behaviour", "value", "stale", "missing"
+    detail: str
+    first: str = ""  # what differs, as each side printed it (one line or one value)
+    second: str = ""
+    template: str = ""  # the detail as a message key and its values, to say it in any language
+    values: dict = field(default_factory=dict)
+
+    def described(self) -> str:
+        """The detail in the language being built."""
+        return message(self.template).format(**self.values) if self.template else self.detail
+
+    @property
+    def fails(self) -> bool:
+        return self.kind in ("behaviour", "value")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How two records are compared: what each side is called and what counts as noise."""
+
+    names: tuple[str, str] = ("CPU", "CUDA")
+    devices: bool = True  # device strings and torch.cuda.* type names are noise
+    wording: bool | None = None  # compare message wording; None: only when torch versions match
+
+
+DEVICE_RULES = Rules()
+
+
+def compare_outputs(first: list[str], second: list[str], loose_wording: bool,
+                    rules: Rules = DEVICE_RULES) -> tuple[str, str, str, str] | None:
+    """(kind, detail, first side, second side) of the first difference normalising does not explain."""
+    one, two = rules.names
+
+    def errors(outputs):
+        return [o.split(":")[0] for o in outputs if re.match(r"^\w+(Error|Exception): ", o)]
+
+    first_errors, second_errors = errors(first), errors(second)
+    if bool(first_errors) != bool(second_errors):
+        raised = first_errors or second_errors
+        return difference_fields("behaviour", "difference_raised_only", last_line(first), last_line(second),
+                     error=raised[0], side=one if first_errors else two)
+    if first_errors != second_errors:
+        return difference_fields("behaviour", "difference_raised_other", first_errors[0], second_errors[0], one=one, two=two)
+    a = normalise("\n".join(first), loose_wording, rules.devices)
+    b = normalise("\n".join(second), loose_wording, rules.devices)
+    if NUMBER.sub("#", a) != NUMBER.sub("#", b):
+        # The first line that differs; only blank lines, if the lines themselves all agree.
+        line_a, line_b = next(((x, y) for x, y in zip_longest(a.split("\n"), b.split("\n"), fillvalue="")
+                               if x != y), (repr(a[-40:]), repr(b[-40:])))
+        return difference_fields("behaviour", "difference_printed", line_a.strip(), line_b.strip(), one=one, two=two,
+                     quoted_first=repr(line_a.strip()), quoted_second=repr(line_b.strip()))
+    for x, y in zip(NUMBER.findall(a), NUMBER.findall(b)):
+        if not numbers_close(x, y):
+            return difference_fields("value", "difference_value", x, y, one=one, two=two)
+    return None
+
+
+def difference_fields(kind: str, template: str, first: str = "", second: str = "", **values: str) -> tuple:
+    """Difference's fields after page and cell: the detail in English (for the command line),
+    and as a message with its values, to say it in the language of a page."""
+    values = {"first": first, "second": second, **values}
+    return kind, ENGLISH[template].format(**values), first, second, template, values
+
+
+def last_line(outputs: list[str]) -> str:
+    lines = "\n".join(outputs).strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def release_of(record: dict) -> str:
+    """The torch release of a record, without a local build label such as +cpu."""
+    return record["torch"].split("+")[0]
+
+
+def cell_at(cells: list[dict], number: int, source: str) -> dict | None:
+    """Code cell ``number`` (from 1) of a record's page if it still has this source digest, else None.
+
+    Cells are matched by position, the digest only checks it: a page may hold the same
+    code twice, and each of the two may print something else."""
+    cell = cells[number - 1] if number <= len(cells) else None
+    return cell if cell is not None and cell["source"] == source else None
+
+
+def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = None,
+            rules: Rules = DEVICE_RULES) -> list[Difference]:
+    """Every difference between two records, cell by cell in page order; ``digests`` (the
+    current code) marks the second record's cells whose code has changed since as stale."""
+    loose = (release_of(first) != release_of(second)) if rules.wording is None else not rules.wording
+    found = []
+    for page, cells in sorted(first["pages"].items()):
+        others = second["pages"].get(page, [])
+        for number, cell in enumerate(cells, start=1):
+            other = cell_at(others, number, cell["source"])
+            if other is None:
+                found.append(Difference(page, number, *difference_fields("missing", "difference_missing",
+                                                                         two=rules.names[1])))
+                continue
+            result = compare_outputs(cell["outputs"], other["outputs"], loose, rules)
+            if result:
+                found.append(Difference(page, number, *result))
+    if digests is not None:
+        for page, cells in sorted(second["pages"].items()):
+            current = digests.get(page, [])
+            for number, cell in enumerate(cells, start=1):
+                if number > len(current) or cell["source"] != current[number - 1]:
+                    found.append(Difference(page, number, *difference_fields("stale", "difference_stale",
+                                                                             two=rules.names[1])))
+    return found
+
+
+def load(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf8"))
+    except FileNotFoundError:
+        return None
+
+
+def cpu_record_for(results: Path, cuda: dict | None) -> dict | None:
+    """The CPU record to hold a CUDA record against: of the same torch release when one
+    was recorded (``nox -s versions``), so that only the device differs; else cpu.json."""
+    if cuda is not None:
+        same = load(results / f"cpu-torch-{release_of(cuda)}.json")
+        if same is not None:
+            return same
+    return load(results / "cpu.json")
+
+
+def cpu_record_name(results: Path, cuda: dict) -> str:
+    """Which file :func:`cpu_record_for` took."""
+    same = results / f"cpu-torch-{release_of(cuda)}.json"
+    return same.name if same.exists() else "cpu.json"
+
+
+# Two CPU runs of one torch release: nothing is noise, wording included.
+SAME_RELEASE_RULES = Rules(names=("recorded", "this run"), devices=False, wording=True)
+
+
+def compare_cpu_runs(run: dict, results: Path, docs: Path, path: Path) -> int:
+    """A CPU record (the GPU job rehearsed on a CPU) against the CPU record of its torch
+    release: identical but for its date, or every cell that differs. 0 when identical."""
+    name = f"cpu-torch-{release_of(run)}.json"
+    recorded = load(results / name)
+    if recorded is None:
+        print(f"error: {results / name} is missing: record torch {release_of(run)} first "
+              f"(`nox -s versions -- {release_of(run)}`)", file=sys.stderr)
+        return 2
+    shown = f"{results.name}/{name}"
+    if {**run, "date": None} == {**recorded, "date": None}:
+        dates = "" if run["date"] == recorded["date"] else f" (its outputs from {run['date']}, the record's from {recorded['date']})"
+        print(f"record identical to {shown}{dates}")
+        return 0
+    fields = sorted(key for key in set(run) | set(recorded)
+                    if key not in ("date", "pages") and run.get(key) != recorded.get(key))
+    for key in fields:
+        print(f"  {key}: {recorded.get(key)!r} recorded, {run.get(key)!r} in {path.name}")
+    differences = compare(recorded, run, current_digests(docs), SAME_RELEASE_RULES)
+    same_pages = run["pages"] == recorded["pages"]
+    for d in differences:
+        print(f"  {d.kind:<9} {page_source(docs, d.page)} code cell {d.cell}: {d.detail}")
+    if same_pages:
+        print(f"outputs identical to {shown}; the record differs in {', '.join(fields)}")
+    else:
+        unexplained = "" if differences else " (in what was recorded; the comparison explains none)"
+        print(f"record differs from {shown}: {len(differences)} cells{unexplained}")
+    return 1
+
+
+def cache_dir_for(device: str, cache_root: Path) -> Path:
+    from ..execution.cache_key import cache_dir
+
+    return cache_dir(cache_root, device)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m book_extensions records", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    rec = commands.add_parser("record", help="write results/<device>.json from the execution cache")
+    rec.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    rec.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    rec.add_argument("--docs", type=Path, default=ROOT / "docs")
+    rec.add_argument("--results", type=Path, default=ROOT / "results")
+    cmp_ = commands.add_parser("compare", help="compare results/cpu.json and results/cuda.json")
+    cmp_.add_argument("--results", type=Path, default=ROOT / "results")
+    cmp_.add_argument("--docs", type=Path, default=ROOT / "docs")
+    cmp_.add_argument("--record", type=Path, help="the record to compare (default: cuda.json in --results); "
+                      "a CPU record must equal the CPU record of its torch release in --results")
+    args = parser.parse_args(argv)
+
+    if args.command == "record":
+        data = record(args.device, cache_dir_for(args.device, args.cache_root), args.docs)
+        args.results.mkdir(parents=True, exist_ok=True)
+        target = args.results / f"{args.device}.json"
+        target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
+        print(f"wrote {target} ({sum(map(len, data['pages'].values()))} cells)")
+        return 0
+
+    if args.record is not None:
+        if not args.record.exists():
+            print(f"error: {args.record} does not exist", file=sys.stderr)
+            return 2
+        if load(args.record)["device"] == "cpu":
+            return compare_cpu_runs(load(args.record), args.results, args.docs, args.record)
+    cuda = load(args.record or args.results / "cuda.json")
+    cpu = cpu_record_for(args.results, cuda)
+    if cpu is None:
+        print(f"error: {args.results / 'cpu.json'} is missing: run `nox -s docs` first", file=sys.stderr)
+        return 2
+    if cuda is None:
+        print("No CUDA run is recorded yet (results/cuda.json): nothing to compare.")
+        return 0
+    differences = compare(cpu, cuda, current_digests(args.docs))
+    print(f"CPU ({cpu['torch']}, {cpu_record_name(args.results, cuda)}) against CUDA ({cuda['torch']}, {cuda['device_name']}, "
+          f"CUDA {cuda['cuda']}, {cuda['date']})")
+    for d in differences:
+        print(f"  {d.kind:<9} {page_source(args.docs, d.page)} code cell {d.cell}: {d.detail}")
+    failing = [d for d in differences if d.fails]
+    print(f"{len(failing)} behaviour differences, "
+          f"{len([d for d in differences if not d.fails])} stale or missing cells")
+    return 1 if failing else 0

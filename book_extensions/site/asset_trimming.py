@@ -1,0 +1,441 @@
+"""A lighter first load: the themes' stylesheets cut to the rules the book's pages can use,
+and Font Awesome cut to the icons they show.
+
+pydata-sphinx-theme ships all of Bootstrap and every component of its own in one
+stylesheet (377 KB) and the whole Font Awesome solid font (112 KB); a chapter uses a
+small part of either, and a phone on a slow network waits for all of the stylesheet
+before it paints anything. After an html build, each language's copies are rewritten:
+
+- a style rule stays when one of its selectors can match: every class, id and element
+  name it requires (outside ``:not()``, ``:is()``, ``:has()`` and attribute tests,
+  which are read as "may match") occurs in some page of that language, or is one the
+  scripts add at run time (:data:`RUNTIME_CLASSES`, each line saying which script);
+  the selectors that cannot match are dropped from its list. Attribute tests are never
+  required, so ``html[data-theme=dark]`` rules (dark mode) follow their classes;
+- a custom property stays when some kept rule, any stylesheet of the site, a page's
+  ``style`` attribute or a script names it (``var(--x)``, ``"--x"``), and so on for the
+  properties those name; ``@font-face`` stays when a kept rule names its family,
+  ``@keyframes`` when one names its animation; ``@media``/``@supports`` blocks left
+  empty go;
+- each Font Awesome font that stays is subset (fontTools, which needs brotli for WOFF2)
+  to the characters the kept rules put in ``content``/``--fa`` strings, beside the
+  original; the stylesheet points at the new file.
+
+Only the third-party sheets in :data:`TRIMMED` are touched; the book's own
+(``book*.css``) stay whole, and the string literals of its own scripts count as classes
+they may add. The editions' builders (singlehtml, epub) are left alone.
+``tests/test_assets.py`` trims the theme's sheet against a fixture page and checks what
+stays and what goes; that nothing visible changed was checked by comparing screenshots
+of the site built with and without this step (issue 20's note).
+
+The stylesheet is split into rules, and selectors into what they require, by tinycss2
+(CSS Syntax Level 3, pinned in requirements.txt): comments go, strings, escapes and
+brackets are the parser's business, whitespace stays as tinycss2 gives it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tinycss2
+from sphinx.application import Sphinx
+from sphinx.util import logging as sphinx_logging
+from tinycss2.serializer import serialize_identifier
+
+from ..paths import PACKAGE
+
+logger = sphinx_logging.getLogger(__name__)
+
+# Third-party sheets that every page loads, relative to _static/ (globs).
+TRIMMED = ("styles/pydata-sphinx-theme.css", "styles/sphinx-book-theme.css", "mystnb.*.css", "basic.css",
+           "pygments.css")
+
+# Classes that the pages' scripts add at run time, so that no built page holds them.
+RUNTIME_CLASSES = {
+    # bootstrap.js (loaded by pydata-sphinx-theme): the tooltips the theme makes of every
+    # [data-bs-toggle=tooltip] (a div.tooltip with its arrow and inner box, placed by
+    # Popper), dropdowns and collapses opening and closing.
+    "tooltip", "tooltip-arrow", "tooltip-inner", "bs-tooltip-auto", "bs-tooltip-top", "bs-tooltip-end",
+    "bs-tooltip-bottom", "bs-tooltip-start", "fade", "show", "showing", "hiding", "collapse", "collapsing",
+    "collapsed", "dropdown-menu-end", "dropdown-menu-start",
+    # pydata-sphinx-theme.js: the theme switcher's current mode, the dark dropdowns, search
+    # results of the dialog, a squeezed header, a revealed element.
+    "active", "dropdown-menu-dark", "empty", "pst-squeeze", "d-none",
+    # sphinx-book-theme.js: header shadow once scrolled, sidebars hidden or shown, print.
+    "scrolled", "hide", "noprint", "pst-sidebar-hidden",
+    # sphinx-copybutton: the button it puts on every code block, its tooltip and "copied".
+    "copybtn", "o-tooltip--left", "success",
+    # Sphinx's sphinx_highlight.js (search terms marked on the page they lead to) and
+    # searchtools.js (the results list of search.html).
+    "highlighted", "highlight-link", "search", "search-summary", "context",
+}
+# Elements those scripts create (most pages hold them anyway): copybutton.js's icon is an svg,
+# which a page of its own may have none of.
+RUNTIME_ELEMENTS = {"div", "span", "button", "img", "a", "p", "ul", "li", "h2", "section", "strong", "i", "svg"}
+
+@dataclass
+class Node:
+    """A declaration or statement (``children`` None), or a prelude with a ``{}`` block."""
+    prelude: str
+    children: list[Node] | None = None
+
+    def text(self) -> str:
+        if self.children is None:
+            return self.prelude
+        return self.prelude + "{" + serialize(self.children) + "}"
+
+
+def serialize(nodes: list[Node]) -> str:
+    """Rules one after another; statements and declarations each closed by ';'."""
+    return "".join(node.text() if node.children is not None else node.text() + ";" for node in nodes)
+
+
+def node(item) -> Node | None:
+    """tinycss2's rule or declaration as a :class:`Node`; a parse error (which a browser
+    skips too) as None."""
+    if item.type == "declaration":
+        return Node(item.serialize())
+    if item.type not in ("qualified-rule", "at-rule"):
+        return None
+    keyword = "@" + serialize_identifier(item.at_keyword) if item.type == "at-rule" else ""
+    prelude = (keyword + tinycss2.serialize(item.prelude)).strip()
+    if item.content is None:
+        return Node(prelude)
+    # Any block holds declarations, rules or both (nesting), which this reads alike.
+    return Node(prelude, nodes(tinycss2.parse_blocks_contents(item.content, skip_comments=True, skip_whitespace=True)))
+
+
+def nodes(items) -> list[Node]:
+    return [found for item in items if (found := node(item)) is not None]
+
+
+def parse(css: str) -> list[Node]:
+    """Top-level statements and rules of a stylesheet, blocks nested; comments dropped."""
+    return nodes(tinycss2.parse_stylesheet(css, skip_comments=True, skip_whitespace=True))
+
+
+# --- which selectors can match -------------------------------------------------------
+
+def split_top_level(text: str) -> list[str]:
+    """A selector list's selectors: ``text`` split at the commas outside brackets and strings."""
+    parts: list[list] = [[]]
+    for token in tinycss2.parse_component_value_list(text, skip_comments=True):
+        if token.type == "literal" and token.value == ",":
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return [tinycss2.serialize(part).strip() for part in parts]
+
+
+ESCAPE = re.compile(r"\\(.)")
+COMBINATORS = (">", "+", "~")
+
+
+def requirements(selector: str) -> tuple[set[str], set[str], set[str]]:
+    """(classes, ids, elements) that ``selector`` needs on the page. Attribute tests and
+    the arguments of functional pseudo-classes (``:not``, ``:is``, ``:has``...) require
+    nothing for certain: they are blocks and functions, passed over whole."""
+    classes, ids, elements = set(), set(), set()
+    previous = None  # the token before, whitespace included
+    for token in tinycss2.parse_component_value_list(selector, skip_comments=True):
+        if token.type == "ident" and previous is not None and previous.type == "literal" and previous.value == ".":
+            classes.add(token.value)
+        elif token.type == "ident" and (previous is None or previous.type == "whitespace"
+                                        or previous.type == "literal" and previous.value in COMBINATORS):
+            elements.add(token.lower_value)
+        elif token.type == "hash":
+            ids.add(token.value)
+        previous = token
+    return classes, ids, elements
+
+
+@dataclass
+class Vocabulary:
+    """What the pages of one language hold: classes, ids, element names."""
+    classes: set[str] = field(default_factory=set)
+    ids: set[str] = field(default_factory=set)
+    elements: set[str] = field(default_factory=set)
+
+    def can_match(self, selector: str) -> bool:
+        classes, ids, elements = requirements(selector)
+        return classes <= self.classes and ids <= self.ids and elements <= self.elements
+
+
+CLASS_ATTRIBUTE = re.compile(r"""\sclass\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+ID_ATTRIBUTE = re.compile(r"""\sid\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+TAG = re.compile(r"<([a-zA-Z][\w-]*)")
+
+
+OWN_SCRIPTS = PACKAGE / "static"
+WORD = re.compile(r"[A-Za-z_][\w-]*")
+JS_STRING = re.compile(r""""((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)'|`((?:[^`\\]|\\.)*)`""")
+
+
+def script_words(scripts: list[str]) -> set[str]:
+    """Every word in the string literals of the book's own scripts: the classes they may
+    add (a few words more do no harm), without a list to keep up as they change."""
+    return {word for script in scripts for groups in JS_STRING.findall(script)
+            for literal in groups for word in WORD.findall(literal)}
+
+
+def vocabulary(pages: list[str], scripts: list[str] = ()) -> Vocabulary:
+    found = Vocabulary(set(RUNTIME_CLASSES) | script_words(scripts), set(), set(RUNTIME_ELEMENTS))
+    for html in pages:
+        for double, single in CLASS_ATTRIBUTE.findall(html):
+            found.classes.update((double or single).split())
+        for double, single in ID_ATTRIBUTE.findall(html):
+            found.ids.add(double or single)
+        found.elements.update(tag.lower() for tag in TAG.findall(html))
+    found.elements.update({"html", "body", "head"})  # a parser makes them if a page omits them
+    return found
+
+
+# --- trimming --------------------------------------------------------------------------
+
+VENDOR_PSEUDO = re.compile(r":-[a-z]")
+GROUPS = ("@media", "@supports", "@container", "@layer", "@document")
+
+
+def keep_rules(nodes: list[Node], words: Vocabulary) -> list[Node]:
+    """The style rules that can match (with only their selectors that can), inside the
+    conditional groups that still hold one; every other at-rule as it is, for now."""
+    kept = []
+    for node in nodes:
+        if node.children is None:
+            kept.append(node)  # @import, @charset...
+        elif node.prelude.startswith("@"):
+            if node.prelude.lower().startswith(GROUPS):
+                inner = keep_rules(node.children, words)
+                if inner:
+                    kept.append(Node(node.prelude, inner))
+            else:
+                kept.append(node)  # @font-face, @keyframes, @page, @property: decided later
+        else:
+            selectors = split_top_level(node.prelude)
+            possible = [selector for selector in selectors if words.can_match(selector)]
+            if not possible:
+                continue
+            # A list with a selector Chromium rejects is ignored whole: dropping that one
+            # would switch the rule on, so such lists stay as they are.
+            if VENDOR_PSEUDO.search(node.prelude):
+                possible = selectors
+            kept.append(Node(",".join(possible), node.children))
+    return kept
+
+
+def walk(nodes: list[Node]):
+    for node in nodes:
+        yield node
+        if node.children is not None and not node.prelude.startswith("@"):
+            yield from node.children
+        elif node.children is not None and node.prelude.lower().startswith(GROUPS):
+            yield from walk(node.children)
+
+
+CUSTOM = re.compile(r"--[\w-]+")
+VAR = re.compile(r"var\(\s*(--[\w-]+)")
+
+
+def declaration(node: Node) -> tuple[str, str]:
+    name, _, value = node.prelude.partition(":")
+    return name.strip(), value
+
+
+def prune_properties(sheets: dict[Path, list[Node]], elsewhere: str) -> None:
+    """Drop the custom properties nothing uses: not a kept declaration, not ``elsewhere``
+    (other stylesheets, pages' style attributes, scripts), not another used property."""
+    used = set(CUSTOM.findall(elsewhere))
+    values: dict[str, list[str]] = {}
+    for nodes in sheets.values():
+        for node in walk(nodes):
+            if node.children is not None and not node.prelude.startswith("@"):
+                for child in node.children:
+                    name, value = declaration(child)
+                    if name.startswith("--"):
+                        values.setdefault(name, []).append(value)
+                    else:
+                        used.update(VAR.findall(child.prelude))
+            elif node.children is not None:  # @font-face, @keyframes...: kept or not, later
+                used.update(VAR.findall(node.text()))
+    pending = list(used)
+    while pending:
+        for value in values.get(pending.pop(), ()):
+            for name in VAR.findall(value):
+                if name not in used:
+                    used.add(name)
+                    pending.append(name)
+    for nodes in sheets.values():
+        for node in walk(nodes):
+            if node.children is not None and not node.prelude.startswith("@"):
+                node.children = [child for child in node.children
+                                 if not declaration(child)[0].startswith("--") or declaration(child)[0] in used]
+
+
+def without_empty(nodes: list[Node]) -> list[Node]:
+    kept = []
+    for node in nodes:
+        if node.children is not None and not node.children and not node.prelude.startswith("@font-face"):
+            continue
+        if node.children is not None and node.prelude.lower().startswith(GROUPS):
+            node.children = without_empty(node.children)
+            if not node.children:
+                continue
+        kept.append(node)
+    return kept
+
+
+FONT_FAMILY = re.compile(r"font-family\s*:\s*([^;]+)", re.I)
+
+
+def family_key(text: str) -> str:
+    return " ".join(ESCAPE.sub(r"\1", text).strip().strip("\"'").lower().split())
+
+
+def prune_at_rules(nodes: list[Node], used_text: str, used: str = "") -> list[Node]:
+    """Drop @font-face whose family and @keyframes whose name ``used_text`` never names."""
+    used = used or family_key(ESCAPE.sub(r"\1", used_text).replace('"', " ").replace("'", " "))
+    kept = []
+    for node in nodes:
+        lower = node.prelude.lower()
+        if lower.startswith("@font-face"):
+            family = FONT_FAMILY.search(node.text())
+            if family and family_key(family.group(1)) not in used:
+                continue
+        elif lower.startswith(("@keyframes", "@-webkit-keyframes")):
+            name = node.prelude.split(None, 1)[1].strip() if " " in node.prelude else ""
+            if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", used_text):
+                continue
+        elif node.children is not None and lower.startswith(GROUPS):
+            node.children = prune_at_rules(node.children, used_text, used)
+        kept.append(node)
+    return kept
+
+
+def usage_text(nodes: list[Node]) -> str:
+    """Everything kept except @font-face and @keyframes: where fonts and animations get named."""
+    return "\n".join(node.text() for node in nodes
+                     if not node.prelude.lower().startswith(("@font-face", "@keyframes", "@-webkit-keyframes")))
+
+
+# --- Font Awesome ------------------------------------------------------------------------
+
+STRING = re.compile(r""""((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'""", re.S)
+HEX_ESCAPE = re.compile(r"\\([0-9a-fA-F]{1,6})\s?|\\(.)", re.S)
+URL = re.compile(r"""url\(\s*['"]?([^'")]+?\.woff2)['"]?\s*\)(\s*format\(\s*['"]?woff2['"]?\s*\))?""")
+
+
+def characters(css: str) -> set[int]:
+    """Every character written in a CSS string (``content: "\\f00d"``, ``--fa: "\\f015"``)."""
+    found = set()
+    for double, single in STRING.findall(css):
+        text = HEX_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2), double or single)
+        found.update(ord(char) for char in text)
+    return found
+
+
+def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int]) -> list[Node]:
+    """Font Awesome faces cut to ``codepoints`` (beside the original); faces left with no
+    glyph go."""
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    try:
+        import brotli  # noqa: F401  fontTools reads and writes WOFF2 with it
+    except ImportError:
+        # A toolchain older than requirements.txt: the fonts stay whole (and
+        # tests/test_assets.py fails) rather than every build.
+        logger.info("Font Awesome left whole: brotli is missing (re-sync the toolchain)")
+        return nodes
+    kept = []
+    for node in nodes:
+        face = node.text()
+        url = URL.search(face) if node.prelude.lower().startswith("@font-face") else None
+        if url is None or "fontawesome" not in url.group(1) or ".subset." in url.group(1):
+            kept.append(node)
+            continue
+        source = (sheet.parent / url.group(1)).resolve()
+        font = TTFont(source)
+        wanted = codepoints & set(font.getBestCmap())
+        if not wanted:
+            continue
+        options = subset.Options()
+        options.flavor = "woff2"
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=wanted)
+        chatter = logging.getLogger("fontTools")  # reports every table it touches, at INFO
+        level, chatter.level = chatter.level, logging.WARNING
+        try:
+            subsetter.subset(font)
+        finally:
+            chatter.setLevel(level)
+        target = source.with_suffix(".subset.woff2")
+        font.flavor = "woff2"
+        font.save(target)
+        relative = url.group(1).rsplit("/", 1)[0] + "/" + target.name
+        face = face[:url.start()] + f'url({relative}) format("woff2")' + face[url.end():]
+        kept.append(parse(face)[0])  # the same face, its src replaced
+    return kept
+
+
+# --- the build step ----------------------------------------------------------------------
+
+def pages_of(outdir: Path) -> list[str]:
+    return [path.read_text(encoding="utf8", errors="replace") for path in sorted(outdir.rglob("*.html"))
+            if "_static" not in path.relative_to(outdir).parts]
+
+
+def trim_site(outdir: Path) -> dict[str, tuple[int, int]]:
+    """Trim the sheets of :data:`TRIMMED` in ``outdir``; {sheet: (bytes before, after)}."""
+    static = outdir / "_static"
+    sheets = sorted({path for pattern in TRIMMED for path in static.glob(pattern)})
+    if not sheets:
+        return {}
+    pages = pages_of(outdir)
+    own = [path.read_text(encoding="utf8") for path in sorted(static.glob("*.js"))
+           if (OWN_SCRIPTS / path.name).exists()]
+    words = vocabulary(pages, own)
+    before = {path: path.read_text(encoding="utf8") for path in sheets}
+    parsed = {path: keep_rules(parse(text), words) for path, text in before.items()}
+    def read(paths) -> str:
+        return "\n".join(path.read_text(encoding="utf8", errors="replace") for path in sorted(paths)
+                         if path not in before)
+
+    styles = read(static.rglob("*.css")) + "\n".join(re.findall(r"""\sstyle\s*=\s*"([^"]*)""", "\n".join(pages)))
+    scripts = read(path for path in outdir.rglob("*.js") if "_sources" not in path.parts)
+    prune_properties(parsed, styles + scripts)
+    # Fonts, animations and icons are named in stylesheets only (the scripts name classes).
+    used = "\n".join([styles, *(usage_text(nodes) for nodes in parsed.values())])
+    codepoints = characters(used)
+    sizes = {}
+    for path, nodes in parsed.items():
+        nodes = subset_icon_fonts(prune_at_rules(without_empty(nodes), used), path, codepoints)
+        text = serialize(nodes)
+        path.write_text(text, encoding="utf8")
+        sizes[path.relative_to(static).as_posix()] = (len(before[path].encode()), len(text.encode()))
+    return sizes
+
+
+def forget_trimmed_copies(app: Sphinx) -> None:
+    """myst-nb copies its stylesheet at build-finished without overwriting a changed copy
+    (Sphinx then warns): the last build's trimmed copy goes first. The themes' sheets
+    are overwritten anyway."""
+    if app.builder.name == "html":
+        for path in (Path(app.outdir) / "_static").glob("mystnb.*.css"):
+            path.unlink()
+
+
+def trim_build(app: Sphinx, exception: Exception | None) -> None:
+    if exception or app.builder.name != "html":
+        return
+    sizes = trim_site(Path(app.outdir))
+    logger.info("trimmed stylesheets: " + ", ".join(
+        f"{name} {old // 1024} KB -> {new // 1024} KB" for name, (old, new) in sizes.items()))
+
+
+def setup(app: Sphinx) -> None:
+    app.connect("builder-inited", forget_trimmed_copies)
+    # After every other build-finished step: myst-nb writes its stylesheet there.
+    app.connect("build-finished", trim_build, priority=900)

@@ -1,0 +1,144 @@
+"""What makes the site findable and shareable.
+
+- Open Graph tags on every page, by sphinxext-opengraph (title, description, locale,
+  and the page's absolute URL when ``book_base_url`` is set; none without it);
+- only the theme's message catalogs of the language built;
+- in every page's footer, in the reader's language: the licences (text CC BY-SA 4.0,
+  code MIT-0; see LICENSE) and, when ``book_repository`` is set, links to report a
+  mistake on the page and to edit its source;
+- beside the doctrees, this language's manifest (base URL, translated strings), from
+  which the build driver writes the site root once every language is built
+  (:mod:`.root_files`: language chooser, 404, robots.txt, sitemap.xml).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html import escape
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+
+from ..configuration.languages import current_language
+from ..configuration.messages import message
+
+LICENCES = {
+    "text": ("CC BY-SA 4.0", "https://creativecommons.org/licenses/by-sa/4.0/"),
+    "code": ("MIT-0", "https://spdx.org/licenses/MIT-0.html"),
+}
+
+
+def description(doctree: nodes.document | None, limit: int = 200) -> str:
+    """The page's first paragraph, as plain text, cut at a word."""
+    if doctree is None:
+        return ""
+    texts = [re.sub(r"\s+", " ", p.astext()).strip() for p in doctree.findall(nodes.paragraph)
+             if "book-provenance" not in p["classes"]]
+    text = next((t for t in texts if len(t) > 40), texts[0] if texts else "")
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
+
+
+def add_description(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """Runs before sphinxext-opengraph, which then uses it for og:description too.
+
+    Its own description joins the page's text nodes with spaces ("没有 grad_fn 。")
+    and runs into the provenance line; this is the first real paragraph, as written.
+    """
+    # Pages Sphinx generates (search, index) have no doctree, and a page may have no
+    # paragraph: they get the book's description (Lighthouse's SEO audit wants one on every page).
+    text = description(doctree) or message("book_description")
+    if text:
+        context["meta"] = {**(context.get("meta") or {}), "og:description": text}
+        context["metatags"] = context.get("metatags", "") + f'<meta name="description" content="{escape(text)}">\n'
+
+
+RELATIVE_OG_URL = re.compile(r'<meta property="og:url" content="(?![a-z][a-z0-9+.-]*://)[^"]*" />\n?')
+
+
+def drop_relative_page_url(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """Runs after sphinxext-opengraph, which without ``ogp_site_url`` writes the page's
+    og:url relative (``second.html``): Open Graph needs an absolute one, or none."""
+    if "og:url" in context.get("metatags", ""):
+        context["metatags"] = RELATIVE_OG_URL.sub("", context["metatags"])
+
+
+def link(text: str, href: str) -> str:
+    return f'<a href="{escape(href)}">{escape(text)}</a>'
+
+
+def add_footer(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    from urllib.parse import quote, urlencode
+
+    say = lambda key: message(key)  # noqa: E731
+    licences = {kind: link(*LICENCES[kind]) for kind in LICENCES}
+    footer = say("footer_licence").format(**licences)
+    repository = app.config.book_repository
+    if repository and doctree is not None:
+        code = current_language(app.config).code
+        source = f"docs/{code}/{pagename}.md"
+        issue = urlencode({"title": f"{source}: ", "body": f"Page: {source}\n\n"}, quote_via=quote)
+        footer += "<br/>" + " · ".join([
+            link(say("footer_report"), f"https://github.com/{repository}/issues/new?{issue}"),
+            link(say("footer_edit"), f"https://github.com/{repository}/edit/main/{quote(source)}"),
+        ])
+    context["book_footer"] = footer
+
+
+def configure_open_graph(app: Sphinx, config) -> None:
+    """sphinxext-opengraph's settings for the language being built."""
+    language = current_language(config)
+    base = config.book_base_url.rstrip("/")
+    config.ogp_site_url = f"{base}/{language.code}/" if base else ""
+    config.ogp_type = "article"
+    # It would draw a PNG card per page with matplotlib: pages are text, and light.
+    config.ogp_social_cards = {"enable": False}
+    locale = language.hreflang.replace("-", "_")
+    config.ogp_custom_meta_tags = [*config.ogp_custom_meta_tags, f'<meta property="og:locale" content="{locale}" />']
+
+
+def drop_unused_catalogs(outdir: Path, language: str) -> None:
+    """sphinx-book-theme copies its catalogs for ~40 languages into every build."""
+    locales = outdir / "_static" / "locales"
+    if locales.is_dir():
+        for folder in locales.iterdir():
+            if folder.is_dir() and folder.name != language:
+                shutil.rmtree(folder)
+
+
+MANIFEST = "book-site.json"
+
+
+def write_manifest(app: Sphinx, exception: Exception | None) -> None:
+    """What the site root needs from this language, beside its doctrees.
+
+    The build driver assembles the root (language chooser, 404, robots.txt, sitemap)
+    once every language is built: :mod:`.root_files`.
+    """
+    if exception or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir)
+    drop_unused_catalogs(outdir, app.config.language)
+    language = current_language(app.config)
+    if outdir.name != language.code:
+        return  # not the book's site layout (for example a one-off build)
+    manifest = {
+        "code": language.code,
+        "base_url": app.config.book_base_url.rstrip("/"),
+        "root_title": message("root_title"),
+        "not_found": message("not_found"),
+        "not_found_link": message("not_found_link"),
+    }
+    Path(app.doctreedir, MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n",
+                                              encoding="utf8")
+
+
+def setup(app: Sphinx) -> None:
+    app.setup_extension("sphinxext.opengraph")
+    app.connect("config-inited", configure_open_graph)
+    app.connect("html-page-context", add_description, priority=400)
+    app.connect("html-page-context", add_footer)
+    app.connect("html-page-context", drop_relative_page_url, priority=600)
+    app.connect("build-finished", write_manifest)

@@ -1,0 +1,272 @@
+"""Markup that lets pages read on a phone and in print; ``book.css`` styles it.
+
+Applied to the HTML of every page as it is written (never to what is searched or
+compared), a few small marks:
+
+- inline code gets line-break opportunities (``<wbr>``) where code may break
+  sensibly, before a ``.`` and after a ``(``: a long call such as
+  ``torch.autograd.set_detect_anomaly(True)`` then wraps on a phone without any
+  identifier being cut in the middle; so does Chinese punctuation before code (see
+  CJK_CLOSING). Code in a table gets none (Chromium breaks at a ``<wbr>`` even where
+  CSS says ``nowrap``): there it breaks only between its words, on a phone. The
+  exception is a table of quoted messages (the releases page's), whose code wraps like
+  the sentences it holds;
+- printed text (a cell's outputs, the doctests of "Check yourself", another torch
+  release's output in a "≠" fold) gets the same kind of opportunities in its long
+  tokens, also after ``,``, ``=`` and an opening bracket, so that on a phone it wraps
+  between tokens and never inside an identifier, a number or a piece of a URL;
+- outputs that print an error or a warning are marked ``book-message``, so that they
+  wrap on every screen (other printouts, tensors among them, keep their lines and
+  their column alignment where the screen is wide enough); a warning written to
+  stderr is marked ``book-warning`` and gets a label;
+- every cell of a table's body carries its column's header
+  (``span.book-cell-label``, hidden from screen readers, which have the table's own
+  headers): on a phone each row is shown as a card of "column: value" lines;
+- a table cell that says ✗ or ✓ (the cheat sheet's verdicts) is marked, so that a
+  silently wrong gradient stands out by more than the shape of one glyph.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+# Where a long piece of code may break: before ".attr", after "::", "/", an opening
+# "(" (never inside "()") and the "=" of "name=value". Shorter pieces never need it.
+BREAK = re.compile(r"(?<=[\w)\]])(?=\.[A-Za-z_])|(?<=\()(?=[^)])|(?<=::)(?=\w)|(?<=/)(?=\w)|(?<=\w=)(?=\w)")
+# Printed text may also break after "," and "=" and after an opening bracket or brace
+# ("grad_fn=<SigmoidBackward0>", "tensor([[1., 2.],"), never inside a word or a number.
+OUTPUT_BREAK = re.compile(BREAK.pattern + r"|(?<=[,=])(?=[^\s,=)\]}])|(?<=[\[{])(?=[^\]}\s])")
+LONG = 16
+
+# "RuntimeError: ...", "UserWarning: ..." anywhere in a printed output.
+MESSAGE = re.compile(r"\b[A-Z]\w*(?:Error|Warning|Exception)\b")
+
+WARNING = re.compile(r"\b[A-Z]\w*Warning\b")
+
+# Tables whose code cells quote messages rather than name things (records/release_changes.py).
+MESSAGE_TABLES = {"book-releases"}
+
+VERDICTS = {"✗": "book-verdict-wrong", "✓": "book-verdict-right"}
+
+# Chinese punctuation that closes a phrase. Between it and code that starts with "."
+# (".detach()、.clone()") the line-breaking rules allow no break at all, so a list of
+# such code would be one unbreakable run wider than a phone: a <wbr> goes after it.
+CJK_CLOSING = tuple("、，。；：！？）」』】》")
+
+# Builders whose pages load book.css, which hides the cell labels except on a phone.
+LABELLED_BUILDERS = {"html", "dirhtml", "singlehtml"}
+
+
+class wbr(nodes.Inline, nodes.Element):
+    """A line-break opportunity: ``<wbr>`` in HTML, nothing in text."""
+
+
+def visit_wbr(self, node: wbr) -> None:
+    self.body.append("<wbr/>" if self.builder.name == "epub" else "<wbr>")  # EPUB pages are XML
+    raise nodes.SkipNode
+
+
+class cell_label(nodes.Inline, nodes.TextElement):
+    """A table cell's column header, repeated in the cell for the phone's card layout."""
+
+
+def visit_cell_label(self, node: cell_label) -> None:
+    # aria-hidden: a screen reader announces the column from the table's own header.
+    self.body.append('<span class="book-cell-label" aria-hidden="true">')
+
+
+def depart_cell_label(self, node: cell_label) -> None:
+    self.body.append("</span>")
+
+
+def cuts(text: str, where: re.Pattern = BREAK) -> list[int]:
+    """The offsets in ``text`` where a long token may break."""
+    found = []
+    for match in re.finditer(r"\S+", text):
+        if len(match.group()) > LONG:
+            found += [match.start() + m.start() for m in where.finditer(match.group()) if m.start()]
+    return found
+
+
+def pieces(text: str) -> list[str]:
+    """``text`` cut at its break opportunities (one piece when it has none)."""
+    bounds = [0, *cuts(text), len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+TAG = re.compile(r"(<[^>]*>)")
+
+# A number in exponent notation: a line may break after the "-" of "6.1e-05" (the
+# line-breaking rules allow it), so it is kept whole.
+EXPONENT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[-+]\d+\b")
+
+
+def break_printed(markup: str, mark: str = "<wbr>") -> str:
+    """Highlighted HTML of printed text, with ``mark`` at its tokens' break opportunities.
+
+    The opportunities are found in the text as a reader sees it (the highlighter's
+    spans may cut a token in several), then put back into the text between the tags;
+    a number in exponent notation (within one of those texts) is wrapped in
+    ``span.book-nobr``.
+    """
+    parts = TAG.split(markup)
+    texts = [html.unescape(part) if i % 2 == 0 else "" for i, part in enumerate(parts)]
+    bounds, start = [], 0
+    for text in texts:
+        bounds.append((start, start + len(text)))
+        start += len(text)
+    joined = "".join(texts)
+    events = [(cut, mark) for cut in cuts(joined, OUTPUT_BREAK)]
+    for number in EXPONENT.finditer(joined):
+        if any(a <= number.start() and number.end() <= b for a, b in bounds):
+            events += [(number.start(), '<span class="book-nobr">'), (number.end(), "</span>")]
+    events.sort(key=lambda event: (event[0], event[1] != "</span>"))
+    out, k = [], 0
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(part)
+            continue
+        (start, end), text, last = bounds[i], texts[i], None
+        # An event at a text's end belongs to it when it closes a span, else to the next.
+        while k < len(events) and (events[k][0] < end or events[k] == (end, "</span>")):
+            position, insert = events[k]
+            out += [html.escape(text[last or 0:position - start], quote=False), insert]
+            last, k = position - start, k + 1
+        out.append(part if last is None else html.escape(text[last:], quote=False))
+    return "".join(out)
+
+
+def printed(node: nodes.literal_block) -> bool:
+    """Any block but a code cell's input: outputs, doctests, other releases' outputs (and
+    code blocks of the prose, where the marks change nothing since they do not wrap)."""
+    return not any(isinstance(a, nodes.container) and "cell_input" in a["classes"] for a in ancestors(node))
+
+
+def visit_literal_block(self, node: nodes.literal_block) -> None:
+    # Sphinx writes a highlighted block whole at its visit (and raises SkipNode), a
+    # parsed one (the "≠" folds' marked words) over its children until its departure.
+    start = len(self.body)
+    try:
+        type(self).visit_literal_block(self, node)
+    except nodes.SkipNode:
+        _break_body(self, node, start)
+        raise
+    self.__dict__.setdefault("_book_literal_starts", []).append(start)
+
+
+def depart_literal_block(self, node: nodes.literal_block) -> None:
+    type(self).depart_literal_block(self, node)
+    _break_body(self, node, self._book_literal_starts.pop())
+
+
+def _break_body(self, node: nodes.literal_block, start: int) -> None:
+    if printed(node):
+        self.body[start:] = [break_printed("".join(self.body[start:]),
+                                           "<wbr/>" if self.builder.name == "epub" else "<wbr>")]
+
+
+def ancestors(node: nodes.Node):
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
+def label_cells(table: nodes.table) -> None:
+    """Put each column's header into every body cell of that column (see cell_label)."""
+    def cells(row: nodes.row) -> list[nodes.entry]:
+        return [cell for cell in row.children if isinstance(cell, nodes.entry)]
+
+    for group in table.children:
+        if not isinstance(group, nodes.tgroup):
+            continue
+        heads = [row for part in group.children if isinstance(part, nodes.thead) for row in part.children]
+        if len(heads) != 1 or any("morecols" in cell for cell in cells(heads[0])):
+            continue  # a header of several rows or joined cells names no single column
+        header = cells(heads[0])
+        rows = [row for part in group.children if isinstance(part, nodes.tbody) for row in part.children]
+        if any(len(cells(row)) != len(header) or any("morecols" in cell or "morerows" in cell for cell in cells(row))
+               for row in rows):
+            continue
+        for row in rows:
+            for head, entry in zip(header, cells(row)):
+                paragraphs = [child for child in head.children if isinstance(child, nodes.paragraph)]
+                content = ([child.deepcopy() for child in paragraphs[0].children]
+                           if len(paragraphs) == 1 and len(head.children) == 1 else [nodes.Text(head.astext())])
+                # no-search: the search index (and its excerpts) holds each word once.
+                entry.insert(0, cell_label("", "", *content, classes=["no-search"]))
+
+
+class ReadableLayout(SphinxPostTransform):
+    default_priority = 900
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        for literal in list(self.document.findall(nodes.literal)):
+            table = next((a for a in ancestors(literal) if isinstance(a, nodes.table)), None)
+            if table is not None and not MESSAGE_TABLES & set(table["classes"]):
+                continue
+            before = literal.parent.index(literal) - 1
+            if before >= 0 and isinstance(literal.parent[before], nodes.Text) \
+                    and literal.parent[before].endswith(CJK_CLOSING):
+                literal.parent.insert(before + 1, wbr())
+            for text in list(literal.findall(nodes.Text)):
+                parts = pieces(str(text))
+                if len(parts) > 1:
+                    replacement = [nodes.Text(parts[0])]
+                    for part in parts[1:]:
+                        replacement += [wbr(), nodes.Text(part)]
+                    text.parent.replace(text, replacement)
+        for block in self.document.findall(nodes.literal_block):
+            classes = block["classes"]
+            if "output" not in classes:
+                continue
+            if "stream" in classes and MESSAGE.search(block.astext()):
+                classes.append("book-message")
+            if "stderr" in classes and WARNING.search(block.astext()):
+                classes.append("book-warning")
+        for entry in self.document.findall(nodes.entry):
+            mark = VERDICTS.get(entry.astext().strip())
+            if mark:
+                entry["classes"].append(mark)
+
+
+def label_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    # Late (priority 900), after the pages that fill their tables in when every page is
+    # read (provenance_page.py, device_page.py).
+    if app.builder.name in LABELLED_BUILDERS:
+        for table in list(doctree.findall(nodes.table)):
+            label_cells(table)
+
+
+def setup(app: Sphinx) -> None:
+    app.add_node(wbr, html=(visit_wbr, None))
+    app.add_node(cell_label, html=(visit_cell_label, depart_cell_label))
+    app.connect("doctree-resolved", label_tables, priority=900)
+    # Every HTML literal block, to put break opportunities into printed text: the
+    # visitors call Sphinx's own (HTML5Translator.visit_literal_block) and edit what it
+    # wrote. Should that stop working, test_browser_layout.py finds broken tokens.
+    app.add_node(nodes.literal_block, override=True, html=(visit_literal_block, depart_literal_block))
+    app.add_post_transform(ReadableLayout)
+
+
+def table(header: list[str], rows: list[list[nodes.Node | str]], classes: list[str] = ()) -> nodes.table:
+    """A docutils table of text or nodes, for the pages computed from records."""
+    group = nodes.tgroup(cols=len(header))
+    group += [nodes.colspec(colwidth=1) for _ in header]
+
+    def row(cells):
+        result = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph("", "", cell if isinstance(cell, nodes.Node) else nodes.Text(cell))
+            result += entry
+        return result
+
+    group += nodes.thead("", row(header))
+    group += nodes.tbody("", *(row(cells) for cells in rows))
+    return nodes.table("", group, classes=list(classes))

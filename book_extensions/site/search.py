@@ -1,0 +1,252 @@
+"""The book's search: Sphinx's own index and search page, ranked for how readers search.
+
+Readers paste whole error messages and ask "no_grad vs inference_mode" or "怎么冻结某一层";
+Sphinx's searchtools wants every word of the query on a page and then sorts pages by
+their single best word. This module keeps Sphinx's index and search page and adds
+
+- how often each indexed word occurs on each page (``_static/searchcounts.js``), so
+  that the browser can rank with BM25; the same file carries the language's synonyms
+  (a term list's variants and the words readers type for its terms, docs/terms.zh.toml)
+  and names the home page, which ranks below every chapter unless the query names it;
+- ``book-search.js`` on the search page only: a ranking that lets a pasted message match
+  although the reader's own tensor or layer names are not in the book, boosts pages whose
+  section heading the query quotes or names, cuts Chinese queries into the index's own
+  words, and shows each result as the section that holds the query, with an excerpt
+  around it and whole words highlighted;
+- ``book-search.css`` on every page: the search box's icon beside the text, not over it;
+- the Chinese index cut by jieba with the book's terms (docs/search_terms.zh.txt, and
+  the term list's words);
+- one search box per page: the theme's second one in an otherwise empty top bar is
+  left out, and Sphinx's search scripts and index load on the search page only
+  (templates/layout.html), not in the head of every chapter.
+
+The contents lists (toctrees) are not indexed: the home page would otherwise hold the
+headings of every chapter and answer every query with a dump of them.
+
+Pagefind (extended, with its own Chinese segmentation) was measured on the same queries:
+out of the box it put fewer of them in the top three (it too wants every word of the
+query), and it would replace the theme's search box and add a binary to the toolchain.
+
+The tests are tests/test_browser_search.py, with the readers' queries in
+tests/test_search_queries.toml.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.search.zh import SearchChinese
+
+from ..checks.prose import TERMS
+
+ZH_SEARCH_TERMS = "search_terms.zh.txt"
+# Whitespace-separated words of two letters or more: four in inline code make a quotation.
+PHRASE_WORD = re.compile(r"(?:(?<=\s)|^)[^\W\d_]{2,}(?:['’][^\W\d_]+)?(?=\s|$)")
+QUOTE_WORDS = 4
+HAN_ONLY = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+COUNTS_FILE = "searchcounts.js"
+COUNTS_PREFIX = "window.bookSearchCounts = "
+
+
+class LazyChineseSearch(SearchChinese):
+    """Sphinx's Chinese search, with two changes.
+
+    It loads jieba's dictionary only when a page is indexed (the stock class loads
+    it, 0.6 s, on every build), and it keeps one-letter Latin words: the browser
+    splits a pasted "Can't call numpy()" into can + t + call + numpy and wants
+    every word, so an index without "t" finds nothing.
+    """
+
+    # Sphinx 9.0 names the browser's stemmer after language_name ("ChineseStemmer"),
+    # but ships the English one for Chinese: without this, search.html and every
+    # page's search box fail with "ChineseStemmer is not defined".
+    language_name = "English"
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self._user_dict = options.get("dict")
+        self._words = options.get("words", "").split()
+        super().__init__({"dict": ""})  # an empty path: the parent loads nothing
+
+    def split(self, input: str) -> list[str]:
+        if self._user_dict or self._words:
+            from jieba import add_word, load_userdict
+
+            if self._user_dict:
+                load_userdict(self._user_dict)
+            for word in self._words:
+                add_word(word, 1000)  # as search_terms.zh.txt weighs its words
+            self._user_dict, self._words = None, []
+        return super().split(input)
+
+    def word_filter(self, stemmed_word: str) -> bool:
+        return len(stemmed_word) > 1 or stemmed_word.isascii()
+
+
+def term_list(app: Sphinx) -> dict:
+    """The language's term list (docs/terms.<code>.toml; checks/prose.py checks it), or {}."""
+    path = Path(app.srcdir).parent / TERMS.format(code=Path(app.srcdir).name)
+    return tomllib.loads(path.read_text(encoding="utf8")) if path.is_file() else {}
+
+
+def synonyms(terms: dict) -> dict[str, str]:
+    """What a reader may type for each of the book's words, mapped to the word.
+
+    A term's variants (the words the edition does not use) and the term list's [search]
+    table (words readers type that the book does not use, or rarely). Only words of
+    Han characters: the browser cuts Chinese queries into words, and replaces these.
+    """
+    found = {variant: entry["use"] for entry in terms.get("term", []) for variant in entry.get("not", ())}
+    found.update(terms.get("search", {}))
+    return {word: use for word, use in sorted(found.items())
+            if HAN_ONLY.fullmatch(word) and HAN_ONLY.fullmatch(use.replace(" ", ""))}
+
+
+def use_search_terms(app: Sphinx, config: Config) -> None:
+    terms = Path(app.srcdir).parent / ZH_SEARCH_TERMS
+    if config.language.startswith("zh") and terms.is_file():
+        # jieba splits 计算图 into 计算 + 图 unless told the book's terms: those of
+        # search_terms.zh.txt and of the term list. The hash of both is an option too:
+        # editing them then re-indexes every page.
+        listed = sorted({entry["use"] for entry in term_list(app).get("term", [])
+                         if HAN_ONLY.fullmatch(entry["use"])})
+        digest = hashlib.sha256(terms.read_bytes() + " ".join(listed).encode()).hexdigest()[:16]
+        config.html_search_options = {**(config.html_search_options or {}),
+                                       "dict": str(terms), "words": " ".join(listed),
+                                       "dict_sha256": digest}
+
+
+def unindexed_contents(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Leave the contents lists out of the index (Sphinx skips what is marked no-search).
+
+    The home page's lists hold every chapter's headings: indexed, they made a short page
+    that matches every query, with a list of headings as its excerpt.
+    """
+    if getattr(app.builder, "indexer", None) is None:
+        return  # a builder without search (the offline editions)
+    for wrapper in doctree.findall(nodes.compound):
+        if "toctree-wrapper" in wrapper["classes"] and "no-search" not in wrapper["classes"]:
+            wrapper["classes"].append("no-search")
+
+
+def word_counts(indexer, doctree: nodes.document) -> Counter:
+    """Each index word of the page and how often it occurs, as IndexBuilder.feed words it."""
+    lang = indexer.lang
+    counts: Counter = Counter()
+    # The collector that IndexBuilder.feed itself uses (private, so the same words by
+    # construction; tests/test_browser_search.py checks the two agree).
+    for word in indexer._word_collector(doctree).words:
+        stemmed = lang.stem(word).lower()
+        if not lang.word_filter(stemmed) and lang.word_filter(word):
+            stemmed = word
+        if lang.word_filter(stemmed):
+            counts[stemmed] += 1
+    return counts
+
+
+def builder_counts(app: Sphinx) -> dict | None:
+    """This build's per-page counts, starting from the previous build's file."""
+    if getattr(app.builder, "indexer", None) is None:
+        return None
+    if not hasattr(app.builder, "book_search_counts"):
+        previous = Path(app.outdir) / "_static" / COUNTS_FILE
+        pages = {}
+        if previous.is_file():
+            text = previous.read_text(encoding="utf8")
+            if text.startswith(COUNTS_PREFIX):
+                pages = json.loads(text[len(COUNTS_PREFIX):].rstrip().rstrip(";"))["pages"]
+        app.builder.book_search_counts = pages
+    return app.builder.book_search_counts
+
+
+def count_while_indexing(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Count each page's words when the html builder indexes it, from the same doctree.
+
+    The builder makes a new indexer for each build, before it resolves the first page;
+    indexing runs in the main process even when pages are written in parallel, and
+    after the toctrees are filled in (which doctree-resolved comes before).
+    """
+    pages = builder_counts(app)
+    indexer = app.builder.indexer if pages is not None else None
+    if indexer is None or getattr(indexer, "book_counting", False):
+        return
+    feed = indexer.feed
+
+    def feed_and_count(docname, filename, title, doctree):
+        feed(docname, filename, title, doctree)
+        if title:  # a page without a title, or marked no-search, is fed empty
+            pages[docname] = page_entry(word_counts(indexer, doctree), quotations(doctree))
+        else:
+            pages.pop(docname, None)
+
+    indexer.feed = feed_and_count
+    indexer.book_counting = True
+
+
+def quotations(doctree: nodes.document) -> list[list[str]]:
+    """[section id, text] for each inline literal of a section that reads as a phrase.
+
+    The error atlas quotes each message under its heading (`modified by an inplace
+    operation`); a reader pastes the whole message, and the browser ranks a section whose
+    quotation the query holds as it ranks one whose heading the query quotes. Code
+    (`loss = criterion(out, y)`) has too few words to count.
+    """
+    found: list[list[str]] = []
+    for literal in doctree.findall(nodes.literal):
+        text = literal.astext()
+        if len(PHRASE_WORD.findall(text)) < QUOTE_WORDS:
+            continue
+        parent = literal.parent
+        while parent is not None and not isinstance(parent, nodes.section | nodes.title):
+            parent = parent.parent
+        if isinstance(parent, nodes.section) and parent["ids"] and [parent["ids"][0], text] not in found:
+            found.append([parent["ids"][0], text])  # in a heading it is in the index's titles already
+    return found
+
+
+def page_entry(counts: Counter, quotes: list[list[str]]) -> dict:
+    # A word met once needs no entry: the index already says the page has it.
+    entry = {"length": sum(counts.values()),
+             "counts": {w: n for w, n in sorted(counts.items()) if n > 1}}
+    return {**entry, "quotes": quotes} if quotes else entry
+
+
+def write_counts(app: Sphinx, exception: Exception | None) -> None:
+    pages = builder_counts(app) if exception is None else None
+    if pages is None:
+        return
+    indexed = {name for name, title in app.builder.indexer._titles.items() if title}
+    for name in sorted(indexed - set(pages)):
+        # Written by an earlier build that left no counts: count its stored doctree.
+        doctree = app.env.get_doctree(name)
+        pages[name] = page_entry(word_counts(app.builder.indexer, doctree), quotations(doctree))
+    kept = {name: pages[name] for name in sorted(pages) if name in indexed}
+    target = Path(app.outdir) / "_static" / COUNTS_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps({"pages": kept, "home": app.config.root_doc, "synonyms": synonyms(term_list(app))},
+                      ensure_ascii=False, separators=(",", ":"))
+    target.write_text(f"{COUNTS_PREFIX}{data};\n", encoding="utf8")
+
+
+def add_search_page_scripts(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
+    # Only the search page searches: the theme's search box on other pages submits to it.
+    if pagename == "search":
+        app.add_js_file(COUNTS_FILE, loading_method="defer")
+        app.add_js_file("book-search.js", loading_method="defer")
+
+
+def setup(app: Sphinx) -> None:
+    app.add_search_language(LazyChineseSearch)
+    app.connect("config-inited", use_search_terms)
+    app.connect("doctree-resolved", unindexed_contents)
+    app.connect("doctree-resolved", count_while_indexing)
+    app.connect("html-page-context", add_search_page_scripts)
+    app.connect("build-finished", write_counts)
+    app.add_css_file("book-search.css")

@@ -1,0 +1,34 @@
+"""How messages name a path (book_extensions/paths.py): from the repository, or from the
+working directory for the paths a command was given."""
+
+import os
+from pathlib import Path
+
+from book_extensions.paths import PACKAGE, ROOT, shown
+
+
+def test_the_repository_and_the_package():
+    assert (ROOT / "conf.py").is_file() and PACKAGE == ROOT / "book_extensions"
+
+
+def test_a_path_in_the_repository_is_named_from_it_one_elsewhere_whole(tmp_path):
+    assert shown(ROOT / "docs" / "en") == "docs/en"
+    assert shown(str(ROOT / "requirements.txt")) == "requirements.txt"
+    assert shown(tmp_path / "x") == str(tmp_path / "x")
+
+
+def test_a_given_path_is_named_from_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert shown(Path("docs", "zh"), Path.cwd()) == "docs/zh"
+    assert shown(tmp_path / "conf.py", Path.cwd()) == "conf.py"
+    assert shown(ROOT / "conf.py", Path.cwd()) == str(ROOT / "conf.py")
+
+
+def test_a_path_through_a_symlink_out_of_the_base_keeps_its_name(tmp_path):
+    # A worktree's .toolchain links to the main checkout's: its environments stay ".toolchain/…".
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "torch-9").mkdir(parents=True)
+    base = tmp_path / "repository"
+    base.mkdir()
+    os.symlink(elsewhere, base / ".toolchain")
+    assert shown(base / ".toolchain" / "torch-9", base) == ".toolchain/torch-9"

@@ -8,10 +8,9 @@ import shutil
 
 import pytest
 from books import FIXTURES, THEME_STATIC
+from browsing import FIRST_LOADS, first_loads
 
 from book_extensions import upstream
-from book_extensions.commands.chromium import serve
-from book_extensions.commands.weight import first_load
 from book_extensions.site import asset_trimming
 
 
@@ -106,18 +105,15 @@ def test_a_changed_script_the_keep_list_was_read_from_is_reported():
 BUDGET = 565 * 1024  # issue 20: a chapter's first load, uncompressed
 
 
+@FIRST_LOADS
 def test_every_page_first_loads_within_the_budget(book, browser):
     """Bytes are exact, unlike the throttled first paint that `nox -s weight` reports.
     The search page is the one that has to load the search index."""
-    site = book.site()
     heavy = []
-    with serve(site) as base:
-        for path in sorted(site.glob("*/*.html")):
-            name = path.relative_to(site).as_posix()
-            if path.name == "search.html":
-                continue
-            load = first_load(browser, f"{base}/{name}", throttle=False)
-            if load.bytes > BUDGET:
-                top = sorted(load.responses.items(), key=lambda item: -item[1])[:3]
-                heavy.append((name, load.bytes // 1024, [(url.rsplit("/", 1)[-1], size // 1024) for url, size in top]))
+    for name, (load, _) in first_loads(browser, book.site()).items():
+        if name.endswith("/search.html"):
+            continue
+        if load.bytes > BUDGET:
+            top = sorted(load.responses.items(), key=lambda item: -item[1])[:3]
+            heavy.append((name, load.bytes // 1024, [(url.rsplit("/", 1)[-1], size // 1024) for url, size in top]))
     assert heavy == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from books import SCREENSHOTS
-from browsing import visit
+from browsing import FIRST_LOADS, first_loads, visit
 
 pytestmark = pytest.mark.browser
 
@@ -19,11 +19,12 @@ def pages(book, language):
     return sorted(p.name for p in (book.site() / language).glob("*.html") if p.name not in skip)
 
 
-@pytest.mark.parametrize("language", ["en", "zh"])
-def test_every_page_loads_cleanly_and_only_from_this_site(book, page, language):
-    for name in pages(book, language):
-        visit(page, f"/{language}/{name}", quiet_network=True)
-        assert page.problems == [], (name, page.problems)
+@FIRST_LOADS
+def test_every_page_loads_cleanly_and_only_from_this_site(book, browser):
+    # Each page opened in a fresh context (nothing cached) until the network is quiet.
+    loads = first_loads(browser, book.site())
+    assert len(loads) >= 60
+    assert {name: problems for name, (_, problems) in loads.items() if problems} == {}
 
 
 def test_the_language_switch_keeps_the_page_and_the_section(page):
@@ -62,17 +63,6 @@ def test_the_copy_button_copies_code_without_outputs(page):
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied.strip() == code.strip()
     assert output.strip() and output.strip() not in copied  # the output is not copied
-
-
-@pytest.mark.parametrize("language", ["en", "zh"])
-def test_nothing_scrolls_sideways_on_a_phone(browser, site, book, language):
-    context = browser.new_context(base_url=site, viewport={"width": 375, "height": 800})
-    page = context.new_page()
-    for name in pages(book, language):
-        visit(page, f"/{language}/{name}")
-        width = page.evaluate("document.scrollingElement.scrollWidth")
-        assert width <= 375, (name, width)
-    context.close()
 
 
 @pytest.mark.parametrize("mode", ["light", "dark"])
@@ -114,15 +104,14 @@ def test_no_serious_accessibility_violations(book, page, language):
     assert serious == []
 
 
+@FIRST_LOADS
 def test_pages_stay_light(book, browser):
     # Bytes are exact, unlike timings: a budget that catches a returning 1.5 MB script.
     # The heaviest page is the Chinese search page (about 580 KB with its index); chapters
     # have their own, tighter budget in test_assets.py.
-    from book_extensions.commands.weight import measure
-
-    rows = measure(book.site(), browser)
-    assert len(rows) >= 32
-    heavy = [(name, size) for name, size, _ in rows if size > 600 * 1024]
+    loads = first_loads(browser, book.site())
+    assert len(loads) >= 32
+    heavy = [(name, load.bytes) for name, (load, _) in loads.items() if load.bytes > 600 * 1024]
     assert heavy == []
     assert not (book.site() / "en" / "article.html").read_text(encoding="utf8").count("fontawesome.js")
 

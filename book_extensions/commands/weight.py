@@ -13,7 +13,7 @@ requests, and the first contentful paint; then the median and largest per langua
 ``--requests`` lists every response of each page with its size.
 
 Timings are a benchmark on a shared machine, not a test; the byte counts are exact
-(``tests/test_assets.py`` holds a chapter's bytes to a budget with :func:`first_load`).
+(``tests/test_assets.py`` holds a chapter's bytes to a budget, measured the same way: ``tests/browsing.py``).
 """
 
 from __future__ import annotations
@@ -87,12 +87,6 @@ def first_load(browser, url: str, throttle: bool = True) -> Load:
         return load
     finally:
         context.close()
-
-
-def measure(site: Path, browser) -> list[tuple[str, int, float]]:
-    """(page, bytes, first contentful paint in ms) for every page at full speed
-    (``tests/test_browser.py`` holds every page to a byte budget with it)."""
-    return [(load.page, load.bytes, load.fcp) for load in loads(site, browser, throttle=False)]
 
 
 def loads(site: Path, browser, pattern: str = "*", throttle: bool = True, skip_timeouts: bool = False) -> list[Load]:

@@ -32,7 +32,10 @@ in it does one job (its docstring says which) and, if it is an extension, has it
   :mod:`~.site.meta_and_footer` (Open Graph tags, the footer, each language's manifest),
   :mod:`~.site.root_files` (run by the build driver: language chooser, 404, robots.txt,
   sitemap.xml), :mod:`~.site.provenance_page` (what built the book) and
-  :mod:`~.site.device_page` (the device's name, and the "CPU vs CUDA" page);
+  :mod:`~.site.device_page` (the device's name, and the "CPU vs CUDA" page), and
+  :mod:`~.site.post_build`: every step after Sphinx writes a language's site (records, word
+  counts, editions copied in, trimming, first paint, the checks over what was written), in
+  the one order it declares;
 - :mod:`.editions`: the offline editions: :mod:`~.editions.offline_builders` (what the
   singlehtml and epub builds need, and the links to the editions) and
   :mod:`~.editions.make_editions` (the command that makes each language's PDF and EPUB);
@@ -62,17 +65,19 @@ Where the book leans on another project's internals or copies its files, and why
 
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions <verb>`` imports only what its tool needs.
-    from .checks import leaked_paths, page_sources, parity, prose, remote_loads, typography
+    from .checks import page_sources, parity, prose, typography
     from .configuration import languages, settings
     from .editions import offline_builders
     from .execution import page_execution, page_state
     from .records import release_changes
-    from .site import asset_trimming, device_page, first_paint, meta_and_footer, provenance_page, readable_layout
+    from .site import asset_trimming, device_page, meta_and_footer, post_build, provenance_page, readable_layout
 
     # In the order they were registered before the package was laid out by stage: handlers of
     # one event with one priority run in it (settings first: it checks every setting).
+    # The steps after a language is written are not among them: site/post_build.py runs
+    # them, in the order it declares.
     for module in (settings, page_state, languages, readable_layout, page_execution, offline_builders, page_sources,
-                   parity, prose, typography, remote_loads, asset_trimming, first_paint, device_page, release_changes,
-                   meta_and_footer, provenance_page, leaked_paths):
+                   parity, prose, typography, asset_trimming, device_page, release_changes,
+                   meta_and_footer, provenance_page, post_build):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

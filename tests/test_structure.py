@@ -90,3 +90,20 @@ def test_the_checks_see_a_loop_and_a_wrong_way_import(tmp_path):
         ["book_extensions.a", "book_extensions.b", "book_extensions.commands.cli"]]
     assert ("book_extensions.b", "book_extensions.commands.cli") in graph.edges
     assert in_command_line("book_extensions.commands.cli") and not in_command_line("book_extensions.b")
+
+
+def test_the_steps_after_a_build_are_declared_in_one_place():
+    # Only site/post_build.py connects to build-finished; its STEPS are the order they run in.
+    from book_extensions.site import post_build
+
+    connecting = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "connect" and node.args
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value == "build-finished"):
+                connecting.append(path.relative_to(PACKAGE.parent).as_posix())
+    assert connecting == ["book_extensions/site/post_build.py"]
+    names = [f"{step.__module__.rsplit('.', 1)[-1]}.{step.__name__}" for step in post_build.STEPS]
+    # The inline CSS comes from the trimmed sheets; the last check sees every file written.
+    assert names.index("asset_trimming.trim_build") < names.index("first_paint.build_finished")
+    assert names[-1] == "leaked_paths.check_build"

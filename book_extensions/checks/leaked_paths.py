@@ -143,9 +143,3 @@ def check_build(app: Sphinx, exception: Exception | None) -> None:
             "publish nothing that depends on where the book is built",
             type="book", subtype="build_path",
         )
-
-
-def setup(app: Sphinx) -> None:
-    # After every other step that writes into the output (myst-nb's stylesheet, the
-    # notebooks, the editions' copies, the trimmed stylesheets at 900).
-    app.connect("build-finished", check_build, priority=950)

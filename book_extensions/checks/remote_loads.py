@@ -125,7 +125,3 @@ def check_build(app: Sphinx, exception: Exception | None) -> None:
             f"{outdir.name}/{rel} loads {url} from another host ({what}); the site must work offline",
             type="book", subtype="offline",
         )
-
-
-def setup(app: Sphinx) -> None:
-    app.connect("build-finished", check_build)

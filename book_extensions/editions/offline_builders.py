@@ -285,4 +285,3 @@ def setup(app: Sphinx) -> None:
     app.connect("doctree-resolved", title_page_provenance)
     app.connect("html-page-context", epub_page, priority=900)
     app.connect("env-get-outdated", rewrite_when_editions_change)
-    app.connect("build-finished", copy_editions_into_site)

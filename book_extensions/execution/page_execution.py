@@ -257,4 +257,3 @@ def setup(app: Sphinx) -> None:
     app.connect("env-before-read-docs", on_env_before_read_docs)
     app.connect("doctree-read", on_doctree_read)
     app.connect("env-get-outdated", reread_pages_with_problems)
-    app.connect("build-finished", write_executions)

@@ -437,5 +437,3 @@ def trim_build(app: Sphinx, exception: Exception | None) -> None:
 
 def setup(app: Sphinx) -> None:
     app.connect("builder-inited", forget_trimmed_copies)
-    # After every other build-finished step: myst-nb writes its stylesheet there.
-    app.connect("build-finished", trim_build, priority=900)

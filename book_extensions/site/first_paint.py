@@ -247,8 +247,3 @@ def build_finished(app: Sphinx, exception: Exception | None) -> None:
         return
     pages, largest = rewrite_site(Path(app.outdir))
     logger.info(f"first paint: {pages} pages, inline CSS at most {largest // 1024} KB")
-
-
-def setup(app: Sphinx) -> None:
-    # After asset_trimming.trim_build (900): the inline rules come from the trimmed sheets.
-    app.connect("build-finished", build_finished, priority=950)

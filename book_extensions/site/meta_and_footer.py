@@ -141,4 +141,3 @@ def setup(app: Sphinx) -> None:
     app.connect("html-page-context", add_description, priority=400)
     app.connect("html-page-context", add_footer)
     app.connect("html-page-context", drop_relative_page_url, priority=600)
-    app.connect("build-finished", write_manifest)

@@ -248,5 +248,4 @@ def setup(app: Sphinx) -> None:
     app.connect("doctree-resolved", unindexed_contents)
     app.connect("doctree-resolved", count_while_indexing)
     app.connect("html-page-context", add_search_page_scripts)
-    app.connect("build-finished", write_counts)
     app.add_css_file("book-search.css")

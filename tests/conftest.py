@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
-from books import FIXTURES, ROOT, Build, book_cache, build_book, seed_repository_cache
+from books import BOOK_BUILD_TIMEOUT, FIXTURES, ROOT, Build, book_cache, build_book, run_build, seed_repository_cache
 from browsing import watched_page
 from filelock import FileLock
 
@@ -40,6 +43,8 @@ def pytest_collection_modifyitems(config, items):
         if tier == "unit" and used & {"browser", "page"}:
             raise pytest.UsageError(f"{item.nodeid}: in the unit tier but opens Chromium (mark it fixture)")
         item.add_marker(getattr(pytest.mark, tier))
+    # The real book's tests last: its build runs in the background meanwhile (book_build_started).
+    items.sort(key=lambda item: tier_of(item) in ("browser", "scheduled"))
 
 
 def pytest_runtest_setup(item):
@@ -82,24 +87,58 @@ def fixture_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("fixture-cache")
 
 
-@pytest.fixture(scope="session")
-def book(tmp_path_factory):
-    """The real book, both languages, built once per test run and shared by every pytest-xdist
-    worker (the first to take the lock builds it; into a cache of its own: book_cache)."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # the run's folder, above each worker's own
-    record = shared / "book.json"
+def shared_folder(tmp_path_factory) -> Path:
+    """The test run's own temporary folder: every pytest-xdist worker's is inside it."""
+    folder = tmp_path_factory.getbasetemp()
+    return folder.parent if os.environ.get("PYTEST_XDIST_WORKER") else folder
+
+
+def start_book_build(shared: Path) -> None:
+    """Build the real book in the background, once per test run: the first worker to ask
+    starts it, and its result is ``book.json`` in the run's folder (see :func:`book`)."""
     with FileLock(shared / "book.lock"):
-        if record.exists():
-            build = Build.from_json(record.read_text(encoding="utf8"))
-        else:
-            work = shared / "book"
+        started = shared / "book.started"
+        if started.exists():
+            return
+        started.write_text(str(os.getpid()), encoding="utf8")
+
+    def build_and_record() -> None:
+        work = shared / "book"
+        try:
             work.mkdir()
-            build = build_book(ROOT / "docs", work, cache=book_cache(work))
+            build = run_build(ROOT / "docs", work, cache=book_cache(work))
             if build.returncode == 0:
                 seed_repository_cache(build.cache)
-            record.write_text(build.to_json(), encoding="utf8")
+        except Exception as error:  # the tests that wait for the book say why it is missing
+            build = Build(-1, f"the real book's build did not run: {error!r}", work / "_build", work / "cache")
+        partial = shared / "book.json.partial"
+        partial.write_text(build.to_json(), encoding="utf8")
+        partial.rename(shared / "book.json")
+
+    threading.Thread(target=build_and_record, name="book-build").start()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def book_build_started(request, tmp_path_factory) -> None:
+    """Start the real book's build with the run's first test when any test of the run needs
+    it: the browser tier runs last (pytest_collection_modifyitems), so the build overlaps
+    the unit and fixture tiers instead of keeping a worker waiting."""
+    if any("book" in item.fixturenames for item in request.session.items):
+        start_book_build(shared_folder(tmp_path_factory))
+
+
+@pytest.fixture(scope="session")
+def book(tmp_path_factory, book_build_started):
+    """The real book, both languages, built once per test run and shared by every pytest-xdist
+    worker (into an execution cache of its own: book_cache)."""
+    shared = shared_folder(tmp_path_factory)
+    start_book_build(shared)
+    record, waited = shared / "book.json", time.monotonic()
+    while not record.exists():
+        if time.monotonic() - waited > BOOK_BUILD_TIMEOUT:
+            pytest.fail(f"the real book's build did not finish in {BOOK_BUILD_TIMEOUT} s")
+        time.sleep(0.2)
+    build = Build.from_json(record.read_text(encoding="utf8"))
     assert build.returncode == 0, build.output
     return build
 

@@ -23,16 +23,53 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+Pinned = tuple[str, str, str]  # (package, file inside it, sha256 prefix of the version we wrote against)
+
 
 @dataclass(frozen=True)
 class Workaround:
-    where: str  # our file
+    """One root cause: where, why, until when; with every internal name and file it involves.
+
+    ``internal`` is one "module:attribute.attribute" that is not public API, or a tuple of
+    them; ``signature`` (as :func:`parameters` writes it, for one we call, override or
+    replace; "" for one we do not) one string, or a tuple as long as ``internal``'s.
+    ``copied`` (files we copied) and ``read`` (files whose contents we rely on) are one
+    :data:`Pinned` each, or a tuple of them.
+    """
+
+    where: str  # our file(s), ", "-separated
     why: str
     until: str  # when it can go
-    internal: str = ""  # "module:attribute.attribute" that is not public API
-    signature: str = ""  # of ``internal``, as :func:`parameters` writes it, when we call, override or replace it
-    copied: tuple[str, str, str] = ()  # (package, file inside it, sha256 prefix of the copied version)
-    read: tuple[str, str, str] = ()  # (package, file, sha256 prefix) of a file whose contents we rely on
+    internal: str | tuple[str, ...] = ""
+    signature: str | tuple[str, ...] = ""
+    copied: Pinned | tuple[Pinned, ...] = ()
+    read: Pinned | tuple[Pinned, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.signatures) != len(self.internals):
+            raise ValueError(f"{self.where}: one signature per internal name")
+
+    @property
+    def internals(self) -> tuple[str, ...]:
+        return (self.internal,) if isinstance(self.internal, str) and self.internal else tuple(self.internal)
+
+    @property
+    def signatures(self) -> tuple[str, ...]:
+        if isinstance(self.signature, str):  # "" for each internal, or the signature of the one
+            return (self.signature,) if self.signature else ("",) * len(self.internals)
+        return self.signature
+
+    @property
+    def copies(self) -> tuple[Pinned, ...]:
+        return pinned(self.copied)
+
+    @property
+    def reads(self) -> tuple[Pinned, ...]:
+        return pinned(self.read)
+
+
+def pinned(value: Pinned | tuple[Pinned, ...]) -> tuple[Pinned, ...]:
+    return (value,) if value and isinstance(value[0], str) else tuple(value)
 
 
 WORKAROUNDS = [
@@ -60,12 +97,6 @@ WORKAROUNDS = [
         "myst-nb's source_map gives each cell's first code line, not only its fence",
         internal="myst_parser.parsers.directives:parse_directive_text",
         signature="(directive_class, first_line, content, *, line=None, validate_options=True, additional_options=None)",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "the executor subclasses myst-nb's client base and fills its exec_metadata",
-        "as above",
-        internal="myst_nb.core.execute.base:NotebookClientBase.exec_metadata",
     ),
     Workaround(
         "book_extensions/execution/page_execution.py, book_extensions/site/provenance_page.py",
@@ -149,34 +180,15 @@ WORKAROUNDS = [
     ),
     Workaround(
         "book_extensions/execution/runner.py",
-        "a damaged record is dropped with its notebook folder, which jupyter-cache names only in a "
-        "private method",
-        "jupyter-cache removes a record whose notebook is missing, or names the folder publicly",
-        internal="jupyter_cache.cache.main:JupyterCacheBase._get_notebook_path_cache",
-        signature="(self, hashkey, raise_on_missing=False)",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "a failed store is rolled back and a damaged record dropped: jupyter-cache commits a record "
-        "before writing its notebook, and only its database helpers remove one by hash",
+        "jupyter-cache cannot remove a damaged record: it commits a record before writing its notebook, "
+        "crashes on a record whose notebook is missing or truncated, and only its database helpers "
+        "remove a record by hash and only a private method names the record's folder; drop() "
+        "removes both, for a failed store (rolled back) and a damaged record found when reading",
         "jupyter-cache writes the notebook before committing the record, and treats a damaged record as missing",
-        internal="jupyter_cache.cache.db:NbCacheRecord.remove_records",
-        signature="(pks, db)",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "the same: the record of a hash, found without the cache object",
-        "the same",
-        internal="jupyter_cache.cache.db:NbCacheRecord.record_from_hashkey",
-        signature="(hashkey, db)",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "a cell's output is counted as it arrives, so a flood stops the page in seconds instead of "
-        "hanging myst-nb's renderer: nbclient has no per-output hook, so CheckedClient overrides output()",
-        "nbclient offers a hook (or a limit) per output message",
-        internal="nbclient.client:NotebookClient.output",
-        signature="(self, outs, msg, display_id, cell_index)",
+        internal=("jupyter_cache.cache.main:JupyterCacheBase._get_notebook_path_cache",
+                  "jupyter_cache.cache.db:NbCacheRecord.remove_records",
+                  "jupyter_cache.cache.db:NbCacheRecord.record_from_hashkey"),
+        signature=("(self, hashkey, raise_on_missing=False)", "(pks, db)", "(hashkey, db)"),
     ),
     Workaround(
         "book_extensions/execution/runner.py",
@@ -194,26 +206,15 @@ WORKAROUNDS = [
     ),
     Workaround(
         "book_extensions/site/search.py",
-        "each page's words are counted with the private word collector that IndexBuilder.feed "
-        "itself uses, so the counts hold the words of the search index by construction",
+        "Sphinx's search does not expose a page's words: the html builder's indexer gets a feed that "
+        "calls Sphinx's (a wrapper with the same parameters), then counts the page's words with the "
+        "private word collector that feed itself uses, so the counts hold the words of the search "
+        "index by construction; the pages in the index are read from its private _titles (a page "
+        "without a title, or kept out of search, has none)",
         "Sphinx's search exposes the words of a page, or ranks results itself",
-        internal="sphinx.search:IndexBuilder._word_collector",
-        signature="(self, doctree)",
-    ),
-    Workaround(
-        "book_extensions/site/search.py",
-        "the html builder's indexer gets a feed that calls Sphinx's and then counts the page's words "
-        "(a wrapper with the same parameters)",
-        "as above",
-        internal="sphinx.search:IndexBuilder.feed",
-        signature="(self, docname, filename, title, doctree)",
-    ),
-    Workaround(
-        "book_extensions/site/search.py",
-        "the pages in the search index are read from its private _titles (a page without a title, "
-        "or kept out of search, has none)",
-        "as above",
-        internal="sphinx.search:IndexBuilder._titles",
+        internal=("sphinx.search:IndexBuilder._word_collector", "sphinx.search:IndexBuilder.feed",
+                  "sphinx.search:IndexBuilder._titles"),
+        signature=("(self, doctree)", "(self, docname, filename, title, doctree)", ""),
     ),
     Workaround(
         "book_extensions/templates/sbt-sidebar-nav.html",
@@ -256,11 +257,13 @@ WORKAROUNDS = [
         copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
     ),
     Workaround(
-        "book_extensions/templates/layout.html",
-        "its htmltitle block replaces Sphinx's, whose <title> repeats the site's title on a page of the "
-        "same title (the home page) and which the search page writes with another separator",
+        "book_extensions/templates/layout.html, book_extensions/templates/search.html",
+        "the book's <title> form: layout.html's htmltitle block replaces Sphinx's, whose <title> repeats "
+        "the site's title on a page of the same title (the home page) and which the search page writes "
+        "with another separator; search.html's replaces pydata-sphinx-theme's \"Search - <site>\"",
         "never: the title's form is the book's",
-        copied=("sphinx", "themes/basic/layout.html", "f1a2b815cb29544b"),
+        copied=(("sphinx", "themes/basic/layout.html", "f1a2b815cb29544b"),
+                ("pydata_sphinx_theme", "theme/pydata_sphinx_theme/search.html", "098d19aa34f7874c")),
     ),
     Workaround(
         "book_extensions/templates/layout.html",
@@ -273,24 +276,10 @@ WORKAROUNDS = [
     ),
     Workaround(
         "book_extensions/site/first_paint.py",
-        "transition declarations with a quoted delay (\"0s\") in pydata-sphinx-theme's sheet are left out "
-        "of the inline CSS: browsers drop them, and the HTML checker rejects them inline",
-        "pydata-sphinx-theme writes the delay as a time",
-        read=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/styles/pydata-sphinx-theme.css",
-              "19b1ea76f4fc4b22"),
-    ),
-    Workaround(
-        "book_extensions/site/first_paint.py",
         "documentation_options.js is inlined rather than deferred: pydata-sphinx-theme's layout assigns "
         "to DOCUMENTATION_OPTIONS in inline head scripts, which cannot wait for a deferred one",
         "Sphinx and the theme load their scripts deferred themselves",
         read=("sphinx", "themes/basic/static/documentation_options.js.jinja", "ec5866733c7f79ad"),
-    ),
-    Workaround(
-        "book_extensions/templates/search.html",
-        "its htmltitle block replaces pydata-sphinx-theme's \"Search - <site>\" with the book's title form",
-        "never: the title's form is the book's",
-        copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/search.html", "098d19aa34f7874c"),
     ),
     Workaround(
         "book_extensions/site/readable_layout.py",
@@ -326,23 +315,21 @@ WORKAROUNDS = [
         internal="myst_nb.sphinx_ext:add_global_html_resources",
         signature="(app, exception)",
     ),
-    *(Workaround(
+    Workaround(
         "book_extensions/site/asset_trimming.py",
-        f"RUNTIME_CLASSES lists the classes {name} adds at run time, which no built page holds: "
-        "the stylesheets keep their rules",
+        "RUNTIME_CLASSES lists the classes that bootstrap.js, pydata-sphinx-theme.js, "
+        "sphinx-book-theme.js, copybutton.js, sphinx_highlight.js and searchtools.js add at run time, "
+        "which no built page holds: the stylesheets keep their rules",
         "never: a script that changes may add other classes",
-        read=(package, path, sha),
-    ) for name, package, path, sha in (
-        ("bootstrap.js", "pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/bootstrap.js",
-         "75d931f3e2c5dff5"),
-        ("pydata-sphinx-theme.js", "pydata_sphinx_theme",
-         "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js", "73b151b7df2d9239"),
-        ("sphinx-book-theme.js", "sphinx_book_theme", "theme/sphinx_book_theme/static/scripts/sphinx-book-theme.js",
-         "20f5c4379fa2fa1a"),
-        ("copybutton.js", "sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
-        ("sphinx_highlight.js", "sphinx", "themes/basic/static/sphinx_highlight.js", "c551409f6bae30d6"),
-        ("searchtools.js", "sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d"),
-    )),
+        read=(("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/bootstrap.js", "75d931f3e2c5dff5"),
+              ("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js",
+               "73b151b7df2d9239"),
+              ("sphinx_book_theme", "theme/sphinx_book_theme/static/scripts/sphinx-book-theme.js",
+               "20f5c4379fa2fa1a"),
+              ("sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
+              ("sphinx", "themes/basic/static/sphinx_highlight.js", "c551409f6bae30d6"),
+              ("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d")),
+    ),
 ]
 
 
@@ -384,31 +371,29 @@ def problems(workarounds: list[Workaround] = WORKAROUNDS) -> list[str]:
     """One line per workaround whose upstream has moved."""
     found = []
     for item in workarounds:
-        if item.internal:
+        for name, signature in zip(item.internals, item.signatures, strict=True):
             try:
-                internal = resolve(item.internal)
+                internal = resolve(name)
             except (ImportError, AttributeError) as error:
-                found.append(f"{item.where}: {item.internal} is gone ({error}); {item.why}")
-            else:
-                now = (parameters(internal) if callable(internal) else "nothing callable") if item.signature else ""
-                if now != item.signature:
-                    found.append(f"{item.where}: {item.internal} takes {now} now, not {item.signature}: "
-                                 "check our code against it, then update the signature in book_extensions/upstream.py")
+                found.append(f"{item.where}: {name} is gone ({error}); {item.why}")
+                continue
+            now = (parameters(internal) if callable(internal) else "nothing callable") if signature else ""
+            if now != signature:
+                found.append(f"{item.where}: {name} takes {now} now, not {signature}: "
+                             "check our code against it, then update the signature in book_extensions/upstream.py")
         # A copied file is merged again; a read one is checked against what we rely on.
-        for pinned, verb, then in ((item.copied, "copied", "merge the change into our copy"),
-                                   (item.read, "read", f"{item.why}; check that")):
-            if not pinned:
-                continue
-            package, path, sha = pinned
-            try:
-                now = digest(package, path)
-            except (FileNotFoundError, OSError) as error:
-                found.append(f"{item.where}: {package}/{path} cannot be read ({error})")
-                continue
-            if now != sha:
-                found.append(f"{item.where}: {package}/{path} changed since it was {verb} "
-                             f"(sha256 {sha}…, now {now}…): {then}, "
-                             "then update the digest in book_extensions/upstream.py")
+        for files, verb, then in ((item.copies, "copied", "merge the change into our copy"),
+                                  (item.reads, "read", f"{item.why}; check that")):
+            for package, path, sha in files:
+                try:
+                    now = digest(package, path)
+                except (FileNotFoundError, OSError) as error:
+                    found.append(f"{item.where}: {package}/{path} cannot be read ({error})")
+                    continue
+                if now != sha:
+                    found.append(f"{item.where}: {package}/{path} changed since it was {verb} "
+                                 f"(sha256 {sha}…, now {now}…): {then}, "
+                                 "then update the digest in book_extensions/upstream.py")
     return found
 
 

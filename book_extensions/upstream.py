@@ -74,13 +74,6 @@ def pinned(value: Pinned | tuple[Pinned, ...]) -> tuple[Pinned, ...]:
 
 WORKAROUNDS = [
     Workaround(
-        "book_extensions/commands/wheelhouse.py",
-        "reads requirements, markers and versions with packaging; a bare Python that has pip but "
-        "not packaging (nox -s wheelhouse runs without the toolchain) gets pip's vendored copy",
-        "every Python the wheelhouse runs on has packaging",
-        internal="pip._vendor.packaging.markers:Marker",
-    ),
-    Workaround(
         "book_extensions/execution/runner.py",
         "replaces myst-nb's client for the 'cache' execution mode (no setting selects another): "
         "TCP port races between parallel kernels, a dead kernel crashing the build, pages run beside "

@@ -76,7 +76,7 @@ def test_every_private_name_the_code_uses_is_listed():
              if owner not in ("self", "cls")}
     names |= {name for path in package.rglob("*.py")
               for name in re.findall(r"getattr\(\w+, \"(_[a-z]\w*)\"", path.read_text(encoding="utf8"))}
-    # A private module counts as listed too (pip._vendor.packaging.markers:Marker lists _vendor).
+    # A private module counts as listed too (an internal "a._b.c:D" lists _b).
     listed = {part for w in upstream.WORKAROUNDS for internal in w.internals for part in re.split(r"[.:]", internal)}
     assert names - listed == set()
 

@@ -83,15 +83,6 @@ WORKAROUNDS = [
         signature="(notebook, source, nb_config, logger, read_fmt=None)",
     ),
     Workaround(
-        "book_extensions/execution/cell_checks.py",
-        "body_lines finds where a code cell's code starts in its page with myst-parser's directive "
-        "parser and a stand-in for myst-nb's private _MockDirective (its option rules), so a message "
-        "names the .md line of a comment",
-        "myst-nb's source_map gives each cell's first code line, not only its fence",
-        internal="myst_parser.parsers.directives:parse_directive_text",
-        signature="(directive_class, first_line, content, *, line=None, validate_options=True, additional_options=None)",
-    ),
-    Workaround(
         "book_extensions/execution/page_execution.py, book_extensions/site/provenance_page.py",
         "each page's execution record (executed or cached, when, failure) is read from myst-nb's collector",
         "myst-nb documents a way to read it",

@@ -105,13 +105,6 @@ WORKAROUNDS = [
         internal="ipykernel.iostream:OutStream.flush_interval",
     ),
     Workaround(
-        "book_extensions/configuration/messages.py",
-        "the book's strings are looked up with a context (pgettext) in the translator Sphinx "
-        "registered for the 'book' catalog; sphinx.locale offers no pgettext of its own",
-        "sphinx.locale gets a context-aware lookup",
-        internal="sphinx.locale:translators",
-    ),
-    Workaround(
         "book_extensions/configuration/languages.py",
         "the book's 'sphinx' catalog is put before Sphinx's own in its translator, to correct a few "
         "of Sphinx's translations (zh_CN 'Link to this heading' ends in a full stop); Sphinx only "

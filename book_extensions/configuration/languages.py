@@ -185,7 +185,7 @@ def setup(app: Sphinx) -> None:
     app.add_message_catalog("booktheme", str(catalogs))
     app.add_message_catalog("sphinx", str(catalogs))  # for the templates (app.translator)
     prefer_book_catalog(app, catalogs)  # for the strings Sphinx's Python code translates
-    app.add_message_catalog(messages.CATALOG, str(catalogs))  # the book's own strings
+    messages.use_catalog(catalogs, app.config.language)  # the book's own strings
     search.setup(app)  # the search language, ranking and search box: site/search.py
     app.connect("config-inited", configure_language)
     app.connect("html-page-context", add_language_links)

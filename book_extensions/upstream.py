@@ -105,14 +105,6 @@ WORKAROUNDS = [
         internal="ipykernel.iostream:OutStream.flush_interval",
     ),
     Workaround(
-        "book_extensions/configuration/languages.py",
-        "the book's 'sphinx' catalog is put before Sphinx's own in its translator, to correct a few "
-        "of Sphinx's translations (zh_CN 'Link to this heading' ends in a full stop); Sphinx only "
-        "lets a project's catalog fill gaps",
-        "Sphinx's zh_CN catalog is corrected, or Sphinx lets a project override its strings",
-        internal="sphinx.locale:translators",
-    ),
-    Workaround(
         "book_extensions/static/book.js",
         "sphinx-copybutton's zh-CN 'copied' message ends in a half-width '!' (复制成功!); book.js "
         "corrects the script's message table and check icon, which are globals of copybutton.js",

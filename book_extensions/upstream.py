@@ -142,13 +142,6 @@ WORKAROUNDS = [
     ),
     Workaround(
         "book_extensions/execution/runner.py",
-        "a page served from the cache replaces the notebook that myst-nb's client base holds in "
-        "its private _notebook",
-        "myst-nb's client base lets a subclass set the notebook it returns",
-        internal="myst_nb.core.execute.base:NotebookClientBase._notebook",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
         "jupyter-cache cannot remove a damaged record: it commits a record before writing its notebook, "
         "crashes on a record whose notebook is missing or truncated, and only its database helpers "
         "remove a record by hash and only a private method names the record's folder; drop() "

@@ -69,7 +69,7 @@ def test_an_attribute_set_on_instances_counts_as_there_until_the_class_stops_set
 
 def test_every_private_name_the_code_uses_is_listed():
     # A private attribute of another project's object, read or set anywhere in the package
-    # (``self._x`` is the book's own, or listed by hand: runner.py's _notebook).
+    # (``self._x`` is taken for the book's own, as CheckedClient's _shown).
     package = Path(upstream.__file__).parent
     names = {name for path in package.rglob("*.py")
              for owner, name in re.findall(r"(\w*\)?)\.(_[a-z]\w*)\b", path.read_text(encoding="utf8"))

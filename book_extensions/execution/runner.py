@@ -489,6 +489,10 @@ def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
                 "remove it with `make clean-cache`) and build again") from error
 
 
+# What a cached execution gives a notebook's metadata (jupyter-cache's default).
+CACHED_METADATA = ("kernelspec", "language_info", "widgets")
+
+
 def cached_notebook(cache, notebook) -> tuple[object, object, str]:
     """The cache's record of ``notebook``'s code and the notebook with its outputs (and its
     own sources, comments included), or (None, None, why the record was dropped: "" when
@@ -499,7 +503,7 @@ def cached_notebook(cache, notebook) -> tuple[object, object, str]:
     except KeyError:
         return None, None, ""
     try:
-        _, merged = cache.merge_match_into_notebook(code)
+        _, merged = cache.merge_match_into_notebook(code, nb_meta=CACHED_METADATA)
     except KeyError:  # jupyter-cache's "Notebook file does not exist for cache record"
         why = "its notebook is missing"
     except (ValueError, ValidationError, IndexError) as error:  # truncated: NotJSONError
@@ -511,6 +515,18 @@ def cached_notebook(cache, notebook) -> tuple[object, object, str]:
     # Executing the page again loses nothing; the record would fail every build.
     drop(cache, record.hashkey)
     return None, None, why
+
+
+def take_outputs(notebook, merged) -> None:
+    """Give ``notebook`` (the page's, which myst-nb renders and writes) what jupyter-cache
+    merged from the cache: each code cell's outputs and execution count, and the notebook's
+    kernelspec, language_info and widgets."""
+    for cell, cached in zip(notebook.cells, merged.cells, strict=True):
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = cached.outputs, cached.execution_count
+    for key in CACHED_METADATA:
+        if key in merged.metadata:
+            notebook.metadata[key] = merged.metadata[key]
 
 
 def utc_timestamp(naive_utc: datetime) -> float:
@@ -530,7 +546,7 @@ class PageClient(NotebookClientBase):
             self.logger.info(f"the execution cache {cache_path} had a damaged record of this page "
                              f"({dropped}): dropped it, executing the page again")
         if record is not None:
-            self._notebook = merged
+            take_outputs(self.notebook, merged)
             self.logger.info(f"Using cached notebook: ID={record.pk}")
             self.exec_metadata = {
                 "mtime": utc_timestamp(record.created),

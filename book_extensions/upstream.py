@@ -179,37 +179,19 @@ WORKAROUNDS = [
         signature=("(self, doctree)", "(self, docname, filename, title, doctree)", ""),
     ),
     Workaround(
-        "book_extensions/templates/sbt-sidebar-nav.html",
-        "the sidebar's aria-label made translatable",
-        "sphinx-book-theme translates it",
-        copied=("sphinx_book_theme", "theme/sphinx_book_theme/components/sbt-sidebar-nav.html", "38342bd744042ee1"),
-    ),
-    Workaround(
-        "book_extensions/templates/toggle-primary-sidebar.html",
-        "the button's tooltip made translatable",
-        "sphinx-book-theme translates it",
-        copied=("sphinx_book_theme", "theme/sphinx_book_theme/components/toggle-primary-sidebar.html",
-                "316c98ec6677c656"),
-    ),
-    Workaround(
-        "book_extensions/templates/toggle-secondary-sidebar.html",
-        "the button's tooltip made translatable",
-        "sphinx-book-theme translates it",
-        copied=("sphinx_book_theme", "theme/sphinx_book_theme/components/toggle-secondary-sidebar.html",
-                "0cf39e5b61b02a71"),
-    ),
-    Workaround(
-        "book_extensions/templates/layout.html",
-        "the print-only table of contents gets a translatable label: its docs_body block repeats "
-        "sphinx-book-theme's",
-        "sphinx-book-theme translates it",
-        copied=("sphinx_book_theme", "theme/sphinx_book_theme/layout.html", "2cd2fbbe2caedf3a"),
-    ),
-    Workaround(
-        "book_extensions/templates/layout.html",
-        "the same block also repeats pydata-sphinx-theme's docs_body, one level up",
-        "as above",
-        copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
+        "book_extensions/templates/sbt-sidebar-nav.html, book_extensions/templates/toggle-primary-sidebar.html, "
+        "book_extensions/templates/toggle-secondary-sidebar.html, book_extensions/templates/layout.html",
+        "sphinx-book-theme 1.4.0 writes these strings as literals, which no setting or catalog translates: "
+        "the sidebar's aria-label and the two sidebar buttons' tooltips (templates copied, the strings "
+        "made translatable), and the print-only table of contents' aria-label=\"Page\" (layout.html's "
+        "docs_body replaces it in the theme's own)",
+        "sphinx-book-theme translates them",
+        copied=(("sphinx_book_theme", "theme/sphinx_book_theme/components/sbt-sidebar-nav.html", "38342bd744042ee1"),
+                ("sphinx_book_theme", "theme/sphinx_book_theme/components/toggle-primary-sidebar.html",
+                 "316c98ec6677c656"),
+                ("sphinx_book_theme", "theme/sphinx_book_theme/components/toggle-secondary-sidebar.html",
+                 "0cf39e5b61b02a71")),
+        read=("sphinx_book_theme", "theme/sphinx_book_theme/layout.html", "2cd2fbbe2caedf3a"),
     ),
     Workaround(
         "book_extensions/templates/layout.html",

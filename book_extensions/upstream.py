@@ -160,13 +160,6 @@ WORKAROUNDS = [
         internal="jupyter_client.provisioning.local_provisioner:LocalProvisioner.pid",
     ),
     Workaround(
-        "book_extensions/execution/cache_key.py",
-        "CACHE_SCHEMA copies jupyter-cache's tables and columns, so a damaged database is one line "
-        "before Sphinx starts",
-        "jupyter-cache checks its own schema when it opens a database",
-        read=("jupyter_cache", "cache/db.py", "b49acb0b8aded22f"),
-    ),
-    Workaround(
         "book_extensions/site/search.py",
         "Sphinx's search does not expose a page's words: the html builder's indexer gets a feed that "
         "calls Sphinx's (a wrapper with the same parameters), then counts the page's words with the "

@@ -127,11 +127,14 @@ WORKAROUNDS = [
     ),
     Workaround(
         "book_extensions/execution/runner.py",
-        "the executor's kernel manager overrides the private is-alive check to keep the exit code "
-        "of a kernel that died (nbclient reports only that it died)",
-        "jupyter_client keeps a dead kernel's exit code",
-        internal="jupyter_client.manager:AsyncKernelManager._async_is_alive",
-        signature="(self)",
+        "the kernel manager gives no public handle on the kernel's process (its provisioner's "
+        "interface has none; jupyter_client's local provisioner keeps the subprocess.Popen it "
+        "launched, and lets go of it once the kernel is gone): the executor takes it when the "
+        "notebook starts, to report a dead kernel's exit code (nbclient reports only that it died) "
+        "and to kill the kernel at once when a cell passes the output limit",
+        "jupyter_client keeps a dead kernel's exit code, and kills a kernel synchronously without a "
+        "shutdown request",
+        internal="jupyter_client.provisioning.local_provisioner:LocalProvisioner.process",
     ),
     Workaround(
         "book_extensions/execution/runner.py",
@@ -151,13 +154,6 @@ WORKAROUNDS = [
                   "jupyter_cache.cache.db:NbCacheRecord.remove_records",
                   "jupyter_cache.cache.db:NbCacheRecord.record_from_hashkey"),
         signature=("(self, hashkey, raise_on_missing=False)", "(pks, db)", "(hashkey, db)"),
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "the kernel is killed at once when a cell passes the output limit; its process id is the "
-        "local provisioner's",
-        "jupyter_client's kernel manager kills a kernel without a shutdown request, synchronously",
-        internal="jupyter_client.provisioning.local_provisioner:LocalProvisioner.pid",
     ),
     Workaround(
         "book_extensions/site/search.py",

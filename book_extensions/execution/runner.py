@@ -43,7 +43,6 @@ import ctypes
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -89,23 +88,11 @@ CONTROL_CHARACTER = re.compile(r"(?!\x1b\[[0-9;]*m)[\x00-\x08\x0b\x0c\x0e-\x1f\x
 
 
 class IpcKernelManager(AsyncKernelManager):
-    """A kernel on IPC sockets, which cannot collide; it keeps the exit code of a dead kernel."""
-
-    exit_code: int | None = None
+    """A kernel on IPC sockets, which cannot collide."""
 
     @default("transport")
     def _transport_default(self) -> str:
         return "ipc"
-
-    async def _async_is_alive(self) -> bool:
-        if self.owns_kernel and self.has_kernel and self.provisioner is not None:
-            code = await self.provisioner.poll()
-            if code is not None:
-                self.exit_code = code
-                return False
-        return await super()._async_is_alive()
-
-    is_alive = _async_is_alive
 
 
 def escape_control_characters(output) -> str | None:
@@ -142,6 +129,10 @@ class CheckedClient(NotebookClient):
 
     output_limit = Integer(None, allow_none=True, help="the most characters a code cell may show")
 
+    # The kernel's process, as jupyter_client's local provisioner launched it (subprocess.Popen):
+    # set when the notebook starts. Its exit code outlives the provisioner's hold on it.
+    kernel_process: subprocess.Popen | None = None
+
     def reset_execution_trackers(self) -> None:
         super().reset_execution_trackers()
         self.over_limit: tuple[int, int] | None = None  # (cell index, characters shown)
@@ -165,8 +156,8 @@ class CheckedClient(NotebookClient):
             if size > self.output_limit:
                 outs.remove(out)
                 self.over_limit = (cell_index, size)
-                with suppress(ProcessLookupError):
-                    os.kill(self.km.provisioner.pid, signal.SIGKILL)
+                if self.kernel_process is not None:
+                    self.kernel_process.kill()
                 return None
         return out
 
@@ -353,6 +344,10 @@ def execute(notebook, timeout: int | None) -> Execution:
     def on_cell_executed(cell, cell_index: int, execute_reply) -> None:
         processes.cell_ended(cell_index)
 
+    def on_notebook_start(notebook) -> None:
+        client.kernel_process = manager.provisioner.process
+        processes.kernel_pid = client.kernel_process.pid
+
     before = source_state()
     started = time.perf_counter()
     result = Execution(0.0)
@@ -372,7 +367,7 @@ def execute(notebook, timeout: int | None) -> Execution:
             timeout=timeout,
             allow_errors=True,
             record_timing=False,
-            on_notebook_start=lambda notebook: setattr(processes, "kernel_pid", manager.provisioner.pid),
+            on_notebook_start=on_notebook_start,
             on_cell_start=on_cell_start,
             on_cell_executed=on_cell_executed,
             resources={"metadata": {"path": str(work)}},
@@ -392,7 +387,7 @@ def execute(notebook, timeout: int | None) -> Execution:
         except CellTimeoutError:
             result.error = "CellTimeoutError"
         except DeadKernelError:
-            code = manager.exit_code
+            code = client.kernel_process.poll() if client.kernel_process is not None else None
             result.error = "DeadKernelError"
             result.detail = f"exit code {code}" if code is not None else "exit code unknown"
             last = [line for line in kernel_log.read_text(errors="replace").splitlines() if line.strip()]

@@ -231,16 +231,6 @@ WORKAROUNDS = [
         read=("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d"),
     ),
     Workaround(
-        "book_extensions/static/book.js",
-        "a tap on an entry of the page-contents or chapter-list dialog lands where a direct link "
-        "lands: the theme's close handler (added when the dialog opens) focuses the button that "
-        "opened it, which scrolls the page back and leaves its tooltip shown",
-        "the theme stops focusing the button after a link in the dialog is followed; "
-        "tests/test_browser_reading.py shows when",
-        read=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js",
-              "73b151b7df2d9239"),
-    ),
-    Workaround(
         "book_extensions/site/asset_trimming.py",
         "myst-nb copies its stylesheet at build-finished without overwriting a changed copy, so the "
         "trimmed copy of the last build is removed when a build starts",

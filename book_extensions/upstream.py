@@ -84,7 +84,8 @@ WORKAROUNDS = [
     ),
     Workaround(
         "book_extensions/execution/page_execution.py, book_extensions/site/provenance_page.py",
-        "each page's execution record (executed or cached, when, failure) is read from myst-nb's collector",
+        "each page's execution record (executed or cached, when, failure) is read from myst-nb's collector, "
+        "which myst-nb fills with what the client reports and documents no way to read",
         "myst-nb documents a way to read it",
         internal="myst_nb.sphinx_:NbMetadataCollector.get_exec_data",
         signature="(env, docname)",
@@ -92,7 +93,8 @@ WORKAROUNDS = [
     Workaround(
         "book_extensions/execution/page_execution.py",
         "per-language executed notebooks go beside the doctrees, not into the published site: "
-        "myst-nb's config object is copied with another output_folder",
+        "myst-nb has no setting for that folder (it derives it from the output folder), so its config "
+        "object is copied with another output_folder",
         "myst-nb gets a setting for where it writes jupyter_execute/",
         internal="myst_nb.core.config:NbParserConfig.copy",
         signature="(self, **changes)",
@@ -100,27 +102,33 @@ WORKAROUNDS = [
     Workaround(
         "book_extensions/kernel/startup.py",
         "ipykernel's private flush interval is raised so that what a cell prints arrives in one "
-        "chunk: chunking by timing made outputs differ between runs",
+        "chunk: chunking by timing made outputs differ between runs, and no setting changes it "
+        "(OutStream.flush_interval is an undocumented class attribute)",
         "ipykernel can be told to flush only when a cell ends",
         internal="ipykernel.iostream:OutStream.flush_interval",
     ),
     Workaround(
         "book_extensions/static/book.js",
         "sphinx-copybutton's zh-CN 'copied' message ends in a half-width '!' (复制成功!); book.js "
-        "corrects the script's message table and check icon, which are globals of copybutton.js",
+        "corrects the script's message table and check icon, which are globals of copybutton.js: "
+        "sphinx-copybutton has no setting for its messages",
         "sphinx-copybutton's zh-CN message is corrected upstream",
         copied=("sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
     ),
     Workaround(
         "book_extensions/editions/offline_builders.py",
         "the offline editions unfold hidden cells by removing the 'hide_mode' that myst-nb's "
-        "HideInputCells post-transform reads, just before it runs",
+        "HideInputCells post-transform reads, just before it runs: no setting turns folding off "
+        "for one builder",
         "myst-nb lets a builder opt out of folding cells",
         internal="myst_nb.sphinx_:HideInputCells",
     ),
     Workaround(
         "book_extensions/site/search.py",
-        "Chinese search subclasses Sphinx's SearchChinese to load jieba only when a page needs it",
+        "Chinese search subclasses Sphinx's SearchChinese (undocumented; the documented base is "
+        "SearchLanguage) to load the book's jieba dictionary only when a page needs it, where "
+        "SearchChinese loads the dictionary it is given when it is made (0.6 s a build), and to keep "
+        "one-letter Latin words",
         "Sphinx loads jieba lazily itself",
         internal="sphinx.search.zh:SearchChinese",
         signature="(options)",
@@ -139,7 +147,8 @@ WORKAROUNDS = [
     Workaround(
         "book_extensions/execution/runner.py",
         "a page stopped by Ctrl-C or SIGTERM is told from a failing page by nbclient's private "
-        "cleanup future, set only when its signal handler shut the kernel down",
+        "cleanup future, set only when its signal handler shut the kernel down: nbclient turns the "
+        "interrupt into an ordinary error and says nowhere else that it handled one",
         "nbclient re-raises the interrupt, or says that it handled one",
         internal="nbclient.client:NotebookClient._async_cleanup_kernel_future",
     ),
@@ -185,7 +194,8 @@ WORKAROUNDS = [
     Workaround(
         "book_extensions/templates/layout.html",
         "its extrahead block repeats pydata-sphinx-theme's without the search scripts and the search "
-        "index, which the theme loads on every page for search-as-you-type (off in the book)",
+        "index, which the theme loads on every page for search-as-you-type (off in the book): the block "
+        "writes them as literals, with no setting to leave them out",
         "pydata-sphinx-theme loads them only where search-as-you-type is on",
         copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
     ),
@@ -193,7 +203,8 @@ WORKAROUNDS = [
         "book_extensions/templates/layout.html, book_extensions/templates/search.html",
         "the book's <title> form: layout.html's htmltitle block replaces Sphinx's, whose <title> repeats "
         "the site's title on a page of the same title (the home page) and which the search page writes "
-        "with another separator; search.html's replaces pydata-sphinx-theme's \"Search - <site>\"",
+        "with another separator; search.html's replaces pydata-sphinx-theme's \"Search - <site>\": "
+        "neither has a setting for the <title>'s form",
         "never: the title's form is the book's",
         copied=(("sphinx", "themes/basic/layout.html", "f1a2b815cb29544b"),
                 ("pydata_sphinx_theme", "theme/pydata_sphinx_theme/search.html", "098d19aa34f7874c")),
@@ -202,7 +213,8 @@ WORKAROUNDS = [
         "book_extensions/templates/layout.html",
         "its css block resolves the theme's \"auto\" mode to light or dark as pydata-sphinx-theme.js "
         "does when it runs: with the head's scripts deferred (site/first_paint.py) the page paints before "
-        "it, and its colours and code borders exist for light and dark only (a reflow, CLS 0.26)",
+        "it, and its colours and code borders exist for light and dark only (a reflow, CLS 0.26); "
+        "the theme has no setting for an inline head script",
         "the theme resolves the mode in its own inline head script",
         read=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js",
               "73b151b7df2d9239"),
@@ -232,8 +244,8 @@ WORKAROUNDS = [
     ),
     Workaround(
         "book_extensions/site/asset_trimming.py",
-        "myst-nb copies its stylesheet at build-finished without overwriting a changed copy, so the "
-        "trimmed copy of the last build is removed when a build starts",
+        "myst-nb copies its stylesheet at build-finished without overwriting a changed copy (no setting "
+        "makes it), so the trimmed copy of the last build is removed when a build starts",
         "myst-nb copies its stylesheet as Sphinx copies the themes' (force=True)",
         internal="myst_nb.sphinx_ext:add_global_html_resources",
         signature="(app, exception)",
@@ -242,7 +254,8 @@ WORKAROUNDS = [
         "book_extensions/site/asset_trimming.py",
         "RUNTIME_CLASSES lists the classes that bootstrap.js, pydata-sphinx-theme.js, "
         "sphinx-book-theme.js, copybutton.js, sphinx_highlight.js and searchtools.js add at run time, "
-        "which no built page holds: the stylesheets keep their rules",
+        "which no built page holds: the stylesheets keep their rules; the scripts declare nowhere "
+        "which classes they add",
         "never: a script that changes may add other classes",
         read=(("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/bootstrap.js", "75d931f3e2c5dff5"),
               ("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js",

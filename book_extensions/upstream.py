@@ -83,14 +83,6 @@ WORKAROUNDS = [
         signature="(notebook, source, nb_config, logger, read_fmt=None)",
     ),
     Workaround(
-        "book_extensions/execution/page_execution.py, book_extensions/site/provenance_page.py",
-        "each page's execution record (executed or cached, when, failure) is read from myst-nb's collector, "
-        "which myst-nb fills with what the client reports and documents no way to read",
-        "myst-nb documents a way to read it",
-        internal="myst_nb.sphinx_:NbMetadataCollector.get_exec_data",
-        signature="(env, docname)",
-    ),
-    Workaround(
         "book_extensions/execution/page_execution.py",
         "per-language executed notebooks go beside the doctrees, not into the published site: "
         "myst-nb has no setting for that folder (it derives it from the output folder), so its config "

@@ -81,6 +81,8 @@ output_limit: int | None = None
 
 # The executed notebook of each page read in this process, for the checks that follow.
 executed_notebooks: dict[str, object] = {}
+# The execution record (PageClient.exec_metadata) of each page read in this process.
+executions: dict[str, dict] = {}
 
 # A control character other than \t, \n, \r, unless it starts an ANSI colour (SGR) sequence,
 # which myst-nb renders as colour. Browsers show the rest as nothing, or as a box.
@@ -532,7 +534,7 @@ def utc_timestamp(naive_utc: datetime) -> float:
 class PageClient(NotebookClientBase):
     """Outputs from the cache, or from a fresh execution that is then cached if it succeeded."""
 
-    def start_client(self) -> None:
+    def run_or_take_from_cache(self) -> None:
         cache_path = self.nb_config.execution_cache_path
         cache = get_cache(cache_path)
         with cache_lock(cache_path):
@@ -577,6 +579,11 @@ class PageClient(NotebookClientBase):
         }
         if result.error is None:
             self.remember()
+
+    def start_client(self) -> None:
+        self.run_or_take_from_cache()
+        if self.path is not None:
+            executions[str(self.path)] = self.exec_metadata
 
     def remember(self) -> None:
         # A copy: myst-nb then takes glued values out of the notebook and merges its streams.

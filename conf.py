@@ -50,6 +50,11 @@ book_repository = ""
 book_device_page = "cpu-vs-cuda"
 
 language = "en"
+# The book's catalogs (book_extensions/locale/): Sphinx puts a project's before its own, so the
+# book's "sphinx" catalog also corrects a few of Sphinx's translations (zh_CN "Link to this
+# heading" ends in a full stop). Set here, not by book_extensions: Sphinx loads its catalogs
+# before extensions. Sphinx (or the build driver first) compiles each .po into the .mo beside it.
+locale_dirs = [str(Path(__file__).parent / "book_extensions" / "locale")]
 copyright = "2026 {author}"
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 nitpicky = True  # a reference that resolves to nothing is a broken link

@@ -80,4 +80,5 @@ def setup(app) -> dict:
                    parity, prose, typography, asset_trimming, device_page, release_changes,
                    meta_and_footer, provenance_page, post_build):
         module.setup(app)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    # env_version: what the environment holds per page (execution.page_state); a change reads every page again.
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}

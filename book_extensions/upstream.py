@@ -23,26 +23,56 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+Pinned = tuple[str, str, str]  # (package, file inside it, sha256 prefix of the version we wrote against)
+
 
 @dataclass(frozen=True)
 class Workaround:
-    where: str  # our file
+    """One root cause: where, why, until when; with every internal name and file it involves.
+
+    ``internal`` is one "module:attribute.attribute" that is not public API, or a tuple of
+    them; ``signature`` (as :func:`parameters` writes it, for one we call, override or
+    replace; "" for one we do not) one string, or a tuple as long as ``internal``'s.
+    ``copied`` (files we copied) and ``read`` (files whose contents we rely on) are one
+    :data:`Pinned` each, or a tuple of them.
+    """
+
+    where: str  # our file(s), ", "-separated
     why: str
     until: str  # when it can go
-    internal: str = ""  # "module:attribute.attribute" that is not public API
-    signature: str = ""  # of ``internal``, as :func:`parameters` writes it, when we call, override or replace it
-    copied: tuple[str, str, str] = ()  # (package, file inside it, sha256 prefix of the copied version)
-    read: tuple[str, str, str] = ()  # (package, file, sha256 prefix) of a file whose contents we rely on
+    internal: str | tuple[str, ...] = ""
+    signature: str | tuple[str, ...] = ""
+    copied: Pinned | tuple[Pinned, ...] = ()
+    read: Pinned | tuple[Pinned, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.signatures) != len(self.internals):
+            raise ValueError(f"{self.where}: one signature per internal name")
+
+    @property
+    def internals(self) -> tuple[str, ...]:
+        return (self.internal,) if isinstance(self.internal, str) and self.internal else tuple(self.internal)
+
+    @property
+    def signatures(self) -> tuple[str, ...]:
+        if isinstance(self.signature, str):  # "" for each internal, or the signature of the one
+            return (self.signature,) if self.signature else ("",) * len(self.internals)
+        return self.signature
+
+    @property
+    def copies(self) -> tuple[Pinned, ...]:
+        return pinned(self.copied)
+
+    @property
+    def reads(self) -> tuple[Pinned, ...]:
+        return pinned(self.read)
+
+
+def pinned(value: Pinned | tuple[Pinned, ...]) -> tuple[Pinned, ...]:
+    return (value,) if value and isinstance(value[0], str) else tuple(value)
 
 
 WORKAROUNDS = [
-    Workaround(
-        "book_extensions/commands/wheelhouse.py",
-        "reads requirements, markers and versions with packaging; a bare Python that has pip but "
-        "not packaging (nox -s wheelhouse runs without the toolchain) gets pip's vendored copy",
-        "every Python the wheelhouse runs on has packaging",
-        internal="pip._vendor.packaging.markers:Marker",
-    ),
     Workaround(
         "book_extensions/execution/runner.py",
         "replaces myst-nb's client for the 'cache' execution mode (no setting selects another): "
@@ -53,31 +83,10 @@ WORKAROUNDS = [
         signature="(notebook, source, nb_config, logger, read_fmt=None)",
     ),
     Workaround(
-        "book_extensions/execution/cell_checks.py",
-        "body_lines finds where a code cell's code starts in its page with myst-parser's directive "
-        "parser and a stand-in for myst-nb's private _MockDirective (its option rules), so a message "
-        "names the .md line of a comment",
-        "myst-nb's source_map gives each cell's first code line, not only its fence",
-        internal="myst_parser.parsers.directives:parse_directive_text",
-        signature="(directive_class, first_line, content, *, line=None, validate_options=True, additional_options=None)",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "the executor subclasses myst-nb's client base and fills its exec_metadata",
-        "as above",
-        internal="myst_nb.core.execute.base:NotebookClientBase.exec_metadata",
-    ),
-    Workaround(
-        "book_extensions/execution/page_execution.py, book_extensions/site/provenance_page.py",
-        "each page's execution record (executed or cached, when, failure) is read from myst-nb's collector",
-        "myst-nb documents a way to read it",
-        internal="myst_nb.sphinx_:NbMetadataCollector.get_exec_data",
-        signature="(env, docname)",
-    ),
-    Workaround(
         "book_extensions/execution/page_execution.py",
         "per-language executed notebooks go beside the doctrees, not into the published site: "
-        "myst-nb's config object is copied with another output_folder",
+        "myst-nb has no setting for that folder (it derives it from the output folder), so its config "
+        "object is copied with another output_folder",
         "myst-nb gets a setting for where it writes jupyter_execute/",
         internal="myst_nb.core.config:NbParserConfig.copy",
         signature="(self, **changes)",
@@ -85,199 +94,122 @@ WORKAROUNDS = [
     Workaround(
         "book_extensions/kernel/startup.py",
         "ipykernel's private flush interval is raised so that what a cell prints arrives in one "
-        "chunk: chunking by timing made outputs differ between runs",
+        "chunk: chunking by timing made outputs differ between runs, and no setting changes it "
+        "(OutStream.flush_interval is an undocumented class attribute)",
         "ipykernel can be told to flush only when a cell ends",
         internal="ipykernel.iostream:OutStream.flush_interval",
     ),
     Workaround(
-        "book_extensions/configuration/messages.py",
-        "the book's strings are looked up with a context (pgettext) in the translator Sphinx "
-        "registered for the 'book' catalog; sphinx.locale offers no pgettext of its own",
-        "sphinx.locale gets a context-aware lookup",
-        internal="sphinx.locale:translators",
-    ),
-    Workaround(
-        "book_extensions/configuration/languages.py",
-        "the book's 'sphinx' catalog is put before Sphinx's own in its translator, to correct a few "
-        "of Sphinx's translations (zh_CN 'Link to this heading' ends in a full stop); Sphinx only "
-        "lets a project's catalog fill gaps",
-        "Sphinx's zh_CN catalog is corrected, or Sphinx lets a project override its strings",
-        internal="sphinx.locale:translators",
-    ),
-    Workaround(
         "book_extensions/static/book.js",
         "sphinx-copybutton's zh-CN 'copied' message ends in a half-width '!' (复制成功!); book.js "
-        "corrects the script's message table and check icon, which are globals of copybutton.js",
+        "corrects the script's message table and check icon, which are globals of copybutton.js: "
+        "sphinx-copybutton has no setting for its messages",
         "sphinx-copybutton's zh-CN message is corrected upstream",
         copied=("sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
     ),
     Workaround(
         "book_extensions/editions/offline_builders.py",
         "the offline editions unfold hidden cells by removing the 'hide_mode' that myst-nb's "
-        "HideInputCells post-transform reads, just before it runs",
+        "HideInputCells post-transform reads, just before it runs: no setting turns folding off "
+        "for one builder",
         "myst-nb lets a builder opt out of folding cells",
         internal="myst_nb.sphinx_:HideInputCells",
     ),
     Workaround(
         "book_extensions/site/search.py",
-        "Chinese search subclasses Sphinx's SearchChinese to load jieba only when a page needs it",
+        "Chinese search subclasses Sphinx's SearchChinese (undocumented; the documented base is "
+        "SearchLanguage) to load the book's jieba dictionary only when a page needs it, where "
+        "SearchChinese loads the dictionary it is given when it is made (0.6 s a build), and to keep "
+        "one-letter Latin words",
         "Sphinx loads jieba lazily itself",
         internal="sphinx.search.zh:SearchChinese",
         signature="(options)",
     ),
     Workaround(
         "book_extensions/execution/runner.py",
-        "the executor's kernel manager overrides the private is-alive check to keep the exit code "
-        "of a kernel that died (nbclient reports only that it died)",
-        "jupyter_client keeps a dead kernel's exit code",
-        internal="jupyter_client.manager:AsyncKernelManager._async_is_alive",
-        signature="(self)",
+        "the kernel manager gives no public handle on the kernel's process (its provisioner's "
+        "interface has none; jupyter_client's local provisioner keeps the subprocess.Popen it "
+        "launched, and lets go of it once the kernel is gone): the executor takes it when the "
+        "notebook starts, to report a dead kernel's exit code (nbclient reports only that it died) "
+        "and to kill the kernel at once when a cell passes the output limit",
+        "jupyter_client keeps a dead kernel's exit code, and kills a kernel synchronously without a "
+        "shutdown request",
+        internal="jupyter_client.provisioning.local_provisioner:LocalProvisioner.process",
     ),
     Workaround(
         "book_extensions/execution/runner.py",
         "a page stopped by Ctrl-C or SIGTERM is told from a failing page by nbclient's private "
-        "cleanup future, set only when its signal handler shut the kernel down",
+        "cleanup future, set only when its signal handler shut the kernel down: nbclient turns the "
+        "interrupt into an ordinary error and says nowhere else that it handled one",
         "nbclient re-raises the interrupt, or says that it handled one",
         internal="nbclient.client:NotebookClient._async_cleanup_kernel_future",
     ),
     Workaround(
         "book_extensions/execution/runner.py",
-        "a page served from the cache replaces the notebook that myst-nb's client base holds in "
-        "its private _notebook",
-        "myst-nb's client base lets a subclass set the notebook it returns",
-        internal="myst_nb.core.execute.base:NotebookClientBase._notebook",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "a damaged record is dropped with its notebook folder, which jupyter-cache names only in a "
-        "private method",
-        "jupyter-cache removes a record whose notebook is missing, or names the folder publicly",
-        internal="jupyter_cache.cache.main:JupyterCacheBase._get_notebook_path_cache",
-        signature="(self, hashkey, raise_on_missing=False)",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "a failed store is rolled back and a damaged record dropped: jupyter-cache commits a record "
-        "before writing its notebook, and only its database helpers remove one by hash",
+        "jupyter-cache cannot remove a damaged record: it commits a record before writing its notebook, "
+        "crashes on a record whose notebook is missing or truncated, and only its database helpers "
+        "remove a record by hash and only a private method names the record's folder; drop() "
+        "removes both, for a failed store (rolled back) and a damaged record found when reading",
         "jupyter-cache writes the notebook before committing the record, and treats a damaged record as missing",
-        internal="jupyter_cache.cache.db:NbCacheRecord.remove_records",
-        signature="(pks, db)",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "the same: the record of a hash, found without the cache object",
-        "the same",
-        internal="jupyter_cache.cache.db:NbCacheRecord.record_from_hashkey",
-        signature="(hashkey, db)",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "a cell's output is counted as it arrives, so a flood stops the page in seconds instead of "
-        "hanging myst-nb's renderer: nbclient has no per-output hook, so CheckedClient overrides output()",
-        "nbclient offers a hook (or a limit) per output message",
-        internal="nbclient.client:NotebookClient.output",
-        signature="(self, outs, msg, display_id, cell_index)",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "the kernel is killed at once when a cell passes the output limit; its process id is the "
-        "local provisioner's",
-        "jupyter_client's kernel manager kills a kernel without a shutdown request, synchronously",
-        internal="jupyter_client.provisioning.local_provisioner:LocalProvisioner.pid",
-    ),
-    Workaround(
-        "book_extensions/execution/cache_key.py",
-        "CACHE_SCHEMA copies jupyter-cache's tables and columns, so a damaged database is one line "
-        "before Sphinx starts",
-        "jupyter-cache checks its own schema when it opens a database",
-        read=("jupyter_cache", "cache/db.py", "b49acb0b8aded22f"),
+        internal=("jupyter_cache.cache.main:JupyterCacheBase._get_notebook_path_cache",
+                  "jupyter_cache.cache.db:NbCacheRecord.remove_records",
+                  "jupyter_cache.cache.db:NbCacheRecord.record_from_hashkey"),
+        signature=("(self, hashkey, raise_on_missing=False)", "(pks, db)", "(hashkey, db)"),
     ),
     Workaround(
         "book_extensions/site/search.py",
-        "each page's words are counted with the private word collector that IndexBuilder.feed "
-        "itself uses, so the counts hold the words of the search index by construction",
+        "Sphinx's search does not expose a page's words: the html builder's indexer gets a feed that "
+        "calls Sphinx's (a wrapper with the same parameters), then counts the page's words with the "
+        "private word collector that feed itself uses, so the counts hold the words of the search "
+        "index by construction; the pages in the index are read from its private _titles (a page "
+        "without a title, or kept out of search, has none)",
         "Sphinx's search exposes the words of a page, or ranks results itself",
-        internal="sphinx.search:IndexBuilder._word_collector",
-        signature="(self, doctree)",
+        internal=("sphinx.search:IndexBuilder._word_collector", "sphinx.search:IndexBuilder.feed",
+                  "sphinx.search:IndexBuilder._titles"),
+        signature=("(self, doctree)", "(self, docname, filename, title, doctree)", ""),
     ),
     Workaround(
-        "book_extensions/site/search.py",
-        "the html builder's indexer gets a feed that calls Sphinx's and then counts the page's words "
-        "(a wrapper with the same parameters)",
-        "as above",
-        internal="sphinx.search:IndexBuilder.feed",
-        signature="(self, docname, filename, title, doctree)",
-    ),
-    Workaround(
-        "book_extensions/site/search.py",
-        "the pages in the search index are read from its private _titles (a page without a title, "
-        "or kept out of search, has none)",
-        "as above",
-        internal="sphinx.search:IndexBuilder._titles",
-    ),
-    Workaround(
-        "book_extensions/templates/sbt-sidebar-nav.html",
-        "the sidebar's aria-label made translatable",
-        "sphinx-book-theme translates it",
-        copied=("sphinx_book_theme", "theme/sphinx_book_theme/components/sbt-sidebar-nav.html", "38342bd744042ee1"),
-    ),
-    Workaround(
-        "book_extensions/templates/toggle-primary-sidebar.html",
-        "the button's tooltip made translatable",
-        "sphinx-book-theme translates it",
-        copied=("sphinx_book_theme", "theme/sphinx_book_theme/components/toggle-primary-sidebar.html",
-                "316c98ec6677c656"),
-    ),
-    Workaround(
-        "book_extensions/templates/toggle-secondary-sidebar.html",
-        "the button's tooltip made translatable",
-        "sphinx-book-theme translates it",
-        copied=("sphinx_book_theme", "theme/sphinx_book_theme/components/toggle-secondary-sidebar.html",
-                "0cf39e5b61b02a71"),
-    ),
-    Workaround(
-        "book_extensions/templates/layout.html",
-        "the print-only table of contents gets a translatable label: its docs_body block repeats "
-        "sphinx-book-theme's",
-        "sphinx-book-theme translates it",
-        copied=("sphinx_book_theme", "theme/sphinx_book_theme/layout.html", "2cd2fbbe2caedf3a"),
-    ),
-    Workaround(
-        "book_extensions/templates/layout.html",
-        "the same block also repeats pydata-sphinx-theme's docs_body, one level up",
-        "as above",
-        copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
+        "book_extensions/templates/sbt-sidebar-nav.html, book_extensions/templates/toggle-primary-sidebar.html, "
+        "book_extensions/templates/toggle-secondary-sidebar.html, book_extensions/templates/layout.html",
+        "sphinx-book-theme 1.4.0 writes these strings as literals, which no setting or catalog translates: "
+        "the sidebar's aria-label and the two sidebar buttons' tooltips (templates copied, the strings "
+        "made translatable), and the print-only table of contents' aria-label=\"Page\" (layout.html's "
+        "docs_body replaces it in the theme's own)",
+        "sphinx-book-theme translates them",
+        copied=(("sphinx_book_theme", "theme/sphinx_book_theme/components/sbt-sidebar-nav.html", "38342bd744042ee1"),
+                ("sphinx_book_theme", "theme/sphinx_book_theme/components/toggle-primary-sidebar.html",
+                 "316c98ec6677c656"),
+                ("sphinx_book_theme", "theme/sphinx_book_theme/components/toggle-secondary-sidebar.html",
+                 "0cf39e5b61b02a71")),
+        read=("sphinx_book_theme", "theme/sphinx_book_theme/layout.html", "2cd2fbbe2caedf3a"),
     ),
     Workaround(
         "book_extensions/templates/layout.html",
         "its extrahead block repeats pydata-sphinx-theme's without the search scripts and the search "
-        "index, which the theme loads on every page for search-as-you-type (off in the book)",
+        "index, which the theme loads on every page for search-as-you-type (off in the book): the block "
+        "writes them as literals, with no setting to leave them out",
         "pydata-sphinx-theme loads them only where search-as-you-type is on",
         copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
     ),
     Workaround(
-        "book_extensions/templates/layout.html",
-        "its htmltitle block replaces Sphinx's, whose <title> repeats the site's title on a page of the "
-        "same title (the home page) and which the search page writes with another separator",
+        "book_extensions/templates/layout.html, book_extensions/templates/search.html",
+        "the book's <title> form: layout.html's htmltitle block replaces Sphinx's, whose <title> repeats "
+        "the site's title on a page of the same title (the home page) and which the search page writes "
+        "with another separator; search.html's replaces pydata-sphinx-theme's \"Search - <site>\": "
+        "neither has a setting for the <title>'s form",
         "never: the title's form is the book's",
-        copied=("sphinx", "themes/basic/layout.html", "f1a2b815cb29544b"),
+        copied=(("sphinx", "themes/basic/layout.html", "f1a2b815cb29544b"),
+                ("pydata_sphinx_theme", "theme/pydata_sphinx_theme/search.html", "098d19aa34f7874c")),
     ),
     Workaround(
         "book_extensions/templates/layout.html",
         "its css block resolves the theme's \"auto\" mode to light or dark as pydata-sphinx-theme.js "
         "does when it runs: with the head's scripts deferred (site/first_paint.py) the page paints before "
-        "it, and its colours and code borders exist for light and dark only (a reflow, CLS 0.26)",
+        "it, and its colours and code borders exist for light and dark only (a reflow, CLS 0.26); "
+        "the theme has no setting for an inline head script",
         "the theme resolves the mode in its own inline head script",
         read=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js",
               "73b151b7df2d9239"),
-    ),
-    Workaround(
-        "book_extensions/site/first_paint.py",
-        "transition declarations with a quoted delay (\"0s\") in pydata-sphinx-theme's sheet are left out "
-        "of the inline CSS: browsers drop them, and the HTML checker rejects them inline",
-        "pydata-sphinx-theme writes the delay as a time",
-        read=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/styles/pydata-sphinx-theme.css",
-              "19b1ea76f4fc4b22"),
     ),
     Workaround(
         "book_extensions/site/first_paint.py",
@@ -285,12 +217,6 @@ WORKAROUNDS = [
         "to DOCUMENTATION_OPTIONS in inline head scripts, which cannot wait for a deferred one",
         "Sphinx and the theme load their scripts deferred themselves",
         read=("sphinx", "themes/basic/static/documentation_options.js.jinja", "ec5866733c7f79ad"),
-    ),
-    Workaround(
-        "book_extensions/templates/search.html",
-        "its htmltitle block replaces pydata-sphinx-theme's \"Search - <site>\" with the book's title form",
-        "never: the title's form is the book's",
-        copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/search.html", "098d19aa34f7874c"),
     ),
     Workaround(
         "book_extensions/site/readable_layout.py",
@@ -309,40 +235,29 @@ WORKAROUNDS = [
         read=("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d"),
     ),
     Workaround(
-        "book_extensions/static/book.js",
-        "a tap on an entry of the page-contents or chapter-list dialog lands where a direct link "
-        "lands: the theme's close handler (added when the dialog opens) focuses the button that "
-        "opened it, which scrolls the page back and leaves its tooltip shown",
-        "the theme stops focusing the button after a link in the dialog is followed; "
-        "tests/test_browser_reading.py shows when",
-        read=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js",
-              "73b151b7df2d9239"),
-    ),
-    Workaround(
         "book_extensions/site/asset_trimming.py",
-        "myst-nb copies its stylesheet at build-finished without overwriting a changed copy, so the "
-        "trimmed copy of the last build is removed when a build starts",
+        "myst-nb copies its stylesheet at build-finished without overwriting a changed copy (no setting "
+        "makes it), so the trimmed copy of the last build is removed when a build starts",
         "myst-nb copies its stylesheet as Sphinx copies the themes' (force=True)",
         internal="myst_nb.sphinx_ext:add_global_html_resources",
         signature="(app, exception)",
     ),
-    *(Workaround(
+    Workaround(
         "book_extensions/site/asset_trimming.py",
-        f"RUNTIME_CLASSES lists the classes {name} adds at run time, which no built page holds: "
-        "the stylesheets keep their rules",
+        "RUNTIME_CLASSES lists the classes that bootstrap.js, pydata-sphinx-theme.js, "
+        "sphinx-book-theme.js, copybutton.js, sphinx_highlight.js and searchtools.js add at run time, "
+        "which no built page holds: the stylesheets keep their rules; the scripts declare nowhere "
+        "which classes they add",
         "never: a script that changes may add other classes",
-        read=(package, path, sha),
-    ) for name, package, path, sha in (
-        ("bootstrap.js", "pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/bootstrap.js",
-         "75d931f3e2c5dff5"),
-        ("pydata-sphinx-theme.js", "pydata_sphinx_theme",
-         "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js", "73b151b7df2d9239"),
-        ("sphinx-book-theme.js", "sphinx_book_theme", "theme/sphinx_book_theme/static/scripts/sphinx-book-theme.js",
-         "20f5c4379fa2fa1a"),
-        ("copybutton.js", "sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
-        ("sphinx_highlight.js", "sphinx", "themes/basic/static/sphinx_highlight.js", "c551409f6bae30d6"),
-        ("searchtools.js", "sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d"),
-    )),
+        read=(("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/bootstrap.js", "75d931f3e2c5dff5"),
+              ("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/scripts/pydata-sphinx-theme.js",
+               "73b151b7df2d9239"),
+              ("sphinx_book_theme", "theme/sphinx_book_theme/static/scripts/sphinx-book-theme.js",
+               "20f5c4379fa2fa1a"),
+              ("sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
+              ("sphinx", "themes/basic/static/sphinx_highlight.js", "c551409f6bae30d6"),
+              ("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d")),
+    ),
 ]
 
 
@@ -384,31 +299,29 @@ def problems(workarounds: list[Workaround] = WORKAROUNDS) -> list[str]:
     """One line per workaround whose upstream has moved."""
     found = []
     for item in workarounds:
-        if item.internal:
+        for name, signature in zip(item.internals, item.signatures, strict=True):
             try:
-                internal = resolve(item.internal)
+                internal = resolve(name)
             except (ImportError, AttributeError) as error:
-                found.append(f"{item.where}: {item.internal} is gone ({error}); {item.why}")
-            else:
-                now = (parameters(internal) if callable(internal) else "nothing callable") if item.signature else ""
-                if now != item.signature:
-                    found.append(f"{item.where}: {item.internal} takes {now} now, not {item.signature}: "
-                                 "check our code against it, then update the signature in book_extensions/upstream.py")
+                found.append(f"{item.where}: {name} is gone ({error}); {item.why}")
+                continue
+            now = (parameters(internal) if callable(internal) else "nothing callable") if signature else ""
+            if now != signature:
+                found.append(f"{item.where}: {name} takes {now} now, not {signature}: "
+                             "check our code against it, then update the signature in book_extensions/upstream.py")
         # A copied file is merged again; a read one is checked against what we rely on.
-        for pinned, verb, then in ((item.copied, "copied", "merge the change into our copy"),
-                                   (item.read, "read", f"{item.why}; check that")):
-            if not pinned:
-                continue
-            package, path, sha = pinned
-            try:
-                now = digest(package, path)
-            except (FileNotFoundError, OSError) as error:
-                found.append(f"{item.where}: {package}/{path} cannot be read ({error})")
-                continue
-            if now != sha:
-                found.append(f"{item.where}: {package}/{path} changed since it was {verb} "
-                             f"(sha256 {sha}…, now {now}…): {then}, "
-                             "then update the digest in book_extensions/upstream.py")
+        for files, verb, then in ((item.copies, "copied", "merge the change into our copy"),
+                                  (item.reads, "read", f"{item.why}; check that")):
+            for package, path, sha in files:
+                try:
+                    now = digest(package, path)
+                except (FileNotFoundError, OSError) as error:
+                    found.append(f"{item.where}: {package}/{path} cannot be read ({error})")
+                    continue
+                if now != sha:
+                    found.append(f"{item.where}: {package}/{path} changed since it was {verb} "
+                                 f"(sha256 {sha}…, now {now}…): {then}, "
+                                 "then update the digest in book_extensions/upstream.py")
     return found
 
 

@@ -6,6 +6,7 @@ import errno
 import json
 import re
 import sqlite3
+from contextlib import closing
 
 import pytest
 from books import FIXTURES, build_book
@@ -87,13 +88,30 @@ def test_a_dropped_table_is_one_line_naming_the_cache(tmp_path):
                                      "delete that folder (`make clean-cache` deletes the default one) and build again")
 
 
-def test_the_schema_checked_is_jupyter_caches(tmp_path):
+@pytest.mark.unit
+def test_every_table_and_column_jupyter_cache_reads_is_checked(tmp_path):
+    # Each one missing, in a database jupyter-cache made: named in the message, as sqlite names it.
+    from jupyter_cache import get_cache
     from jupyter_cache.cache.db import OrmBase
 
-    from book_extensions.execution.cache_key import CACHE_SCHEMA
+    from book_extensions.execution.cache_key import unreadable_cache
 
-    assert CACHE_SCHEMA == {name: {column.name for column in table.columns}
-                            for name, table in OrmBase.metadata.tables.items()}
+    checked = []
+    for table in OrmBase.metadata.tables.values():
+        for column in [None, *table.columns]:
+            folder = tmp_path / f"{table.name}-{column.name if column is not None else ''}"
+            get_cache(str(folder)).list_cache_records()
+            with closing(sqlite3.connect(folder / "global.db")) as db:
+                try:
+                    db.execute(f"alter table {table.name} drop column {column.name}" if column is not None
+                               else f"drop table {table.name}")
+                except sqlite3.OperationalError:  # a key, or a unique column: sqlite keeps it
+                    continue
+            missing = f"table {table.name} has no column {column.name}" if column is not None else f"no table {table.name}"
+            assert unreadable_cache(folder) == (f"the execution cache {folder} cannot be read ({missing}): delete that "
+                                                "folder (`make clean-cache` deletes the default one) and build again")
+            checked.append(missing)
+    assert len(checked) >= len(OrmBase.metadata.tables) * 2, checked
 
 
 def test_a_full_disk_while_storing_is_one_line_and_leaves_no_record(tmp_path, monkeypatch):

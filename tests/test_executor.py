@@ -33,6 +33,17 @@ def test_many_kernels_started_at_once_all_run():
     assert results == [(None, f"{n * 2}\n") for n in range(8)]
 
 
+@pytest.mark.unit
+def test_the_output_method_checked_client_overrides_takes_what_it_was_written_against():
+    # nbclient's public NotebookClient.output: CheckedClient.output calls it with these.
+    import inspect
+
+    from nbclient import NotebookClient
+
+    assert list(inspect.signature(NotebookClient.output).parameters) == ["self", "outs", "msg", "display_id",
+                                                                         "cell_index"]
+
+
 def test_a_dead_kernel_is_a_result_with_its_cell_and_exit_code():
     nb = notebook("print('first')", "import os\nos._exit(7)", "print('never')")
     result = runner.PageRunner().execute(nb, timeout=60)

@@ -136,7 +136,7 @@ def test_the_chinese_interface_is_chinese(good):
 
 
 def test_the_chinese_interface_corrects_sphinxs_tooltip_and_keeps_the_books_words(good):
-    # The book's catalog comes before Sphinx's own (languages.prefer_book_catalog): Sphinx's
+    # The book's catalog comes before Sphinx's own (conf.py's locale_dirs): Sphinx's
     # "链接到此标题。" loses its full stop, and the theme's strings stay the book's.
     page = (good.site() / "zh" / "index.html").read_text(encoding="utf8")
     assert 'title="链接到此标题"' in page and "链接到此标题。" not in page

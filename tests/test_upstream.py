@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 from book_extensions import upstream
 from book_extensions.upstream import Workaround
 
@@ -34,6 +36,29 @@ def test_a_changed_signature_is_reported():
                                          signature="(self, docname, filename, title, doctree)")]) == []
 
 
+def test_every_internal_and_file_of_an_entry_is_checked():
+    # One root cause, several names and files: each is checked, and reported with the entry.
+    entry = Workaround("ours.py", "why", "until",
+                       internal=("sphinx.search:IndexBuilder.feed", "myst_nb.sphinx_:no_such_function",
+                                 "sphinx.search:IndexBuilder._titles"),
+                       signature=("(self, docname, title, doctree)", "", ""),
+                       read=(("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d"),
+                             ("sphinx", "themes/basic/static/sphinx_highlight.js", "0000000000000000")))
+    found = upstream.problems([entry])
+    assert len(found) == 3
+    assert found[0].startswith("ours.py: sphinx.search:IndexBuilder.feed takes (self, docname, filename, title, "
+                               "doctree) now, not (self, docname, title, doctree)")
+    assert found[1].startswith("ours.py: myst_nb.sphinx_:no_such_function is gone")
+    assert found[2].startswith("ours.py: sphinx/themes/basic/static/sphinx_highlight.js changed since it was read")
+
+
+def test_an_entry_gives_one_signature_per_internal():
+    with pytest.raises(ValueError, match="one signature per internal name"):
+        Workaround("ours.py", "why", "until", internal=("a:b", "c:d"), signature="(self)")
+    with pytest.raises(ValueError, match="one signature per internal name"):
+        Workaround("ours.py", "why", "until", internal=("a:b", "c:d"), signature=("(self)",))
+
+
 def test_an_attribute_set_on_instances_counts_as_there_until_the_class_stops_setting_it():
     titles = Workaround("search.py", "why", "until", internal="sphinx.search:IndexBuilder._titles")
     gone = Workaround("search.py", "why", "until", internal="sphinx.search:IndexBuilder._no_such_titles")
@@ -44,20 +69,20 @@ def test_an_attribute_set_on_instances_counts_as_there_until_the_class_stops_set
 
 def test_every_private_name_the_code_uses_is_listed():
     # A private attribute of another project's object, read or set anywhere in the package
-    # (``self._x`` is the book's own, or listed by hand: runner.py's _notebook).
+    # (``self._x`` is taken for the book's own, as CheckedClient's _shown).
     package = Path(upstream.__file__).parent
     names = {name for path in package.rglob("*.py")
              for owner, name in re.findall(r"(\w*\)?)\.(_[a-z]\w*)\b", path.read_text(encoding="utf8"))
              if owner not in ("self", "cls")}
     names |= {name for path in package.rglob("*.py")
               for name in re.findall(r"getattr\(\w+, \"(_[a-z]\w*)\"", path.read_text(encoding="utf8"))}
-    # A private module counts as listed too (pip._vendor.packaging.markers:Marker lists _vendor).
-    listed = {part for w in upstream.WORKAROUNDS if w.internal for part in re.split(r"[.:]", w.internal)}
+    # A private module counts as listed too (an internal "a._b.c:D" lists _b).
+    listed = {part for w in upstream.WORKAROUNDS for internal in w.internals for part in re.split(r"[.:]", internal)}
     assert names - listed == set()
 
 
 def test_every_copied_template_is_listed():
-    listed = {w.where for w in upstream.WORKAROUNDS if w.copied}
+    listed = {name for w in upstream.WORKAROUNDS if w.copies for name in w.where.split(", ")}
     templates = Path(upstream.__file__).with_name("templates")
     copies = {f"book_extensions/templates/{p.name}" for p in templates.glob("*.html")
               if "sphinx-book-theme's" in p.read_text(encoding="utf8").split("-#}")[0]}

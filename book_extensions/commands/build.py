@@ -141,12 +141,35 @@ def misplaced_folder(args: argparse.Namespace) -> str | None:
     return None
 
 
+def compile_catalogs() -> None:
+    """Compile each .po of the book's catalogs (conf.py's ``locale_dirs``) whose .mo beside it
+    is older, as Sphinx does when it starts (sphinx.po) and when its builder starts (all), but
+    whole or not at all: Sphinx writes a .mo in place, where a build started meanwhile (the
+    tests run several) would read half of it."""
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    for po in sorted((PACKAGE / "locale").glob("*/LC_MESSAGES/*.po")):
+        mo = po.with_suffix(".mo")
+        if mo.exists() and mo.stat().st_mtime_ns >= po.stat().st_mtime_ns:
+            continue
+        partial = mo.with_name(f"{mo.name}.{os.getpid()}.partial")
+        try:
+            with po.open(encoding="utf8") as source, partial.open("wb") as out:
+                write_mo(out, read_po(source, po.parents[1].name))
+            os.replace(partial, mo)
+        except OSError:  # a read-only tree: Sphinx says so, in one warning
+            with suppress(OSError):
+                partial.unlink()
+
+
 # --- what a build reads, and the note of the last good one ---------------------------------
 
 def add_files(digest, folder: Path, pattern: str = "**/*", content: bool = True) -> None:
     """Each file's path (relative to ``folder``) and its content (or its size and time)."""
     for path in sorted(folder.glob(pattern)):
-        if path.is_file() and "__pycache__" not in path.parts:
+        # A .mo is compiled from the .po beside it (compile_catalogs), which counts.
+        if path.is_file() and "__pycache__" not in path.parts and ".mo" not in path.suffixes:
             stat = path.stat()
             digest.update(f"{path.relative_to(folder)}\0".encode())
             digest.update(hashlib.sha256(path.read_bytes()).digest() if content
@@ -392,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2
+        compile_catalogs()
         return with_signals_passed_on(args, languages, locks)
     finally:
         for lock in locks:  # the build's processes are gone by now: they held them too

@@ -17,8 +17,9 @@ excludes is carried too, at its pin, and shadows the machine's. The folder then 
 one wheel per package (others are removed), and a folder over :data:`LIMIT` bytes is refused
 in one line: what travels to the machine is 64 MiB with the working tree.
 
-Standard library and pip only (``packaging`` when importable, else pip's copy): ``install``
-runs on the GPU machine before anything else is there.
+Standard library and pip only until a verb needs ``packaging``: ``install`` runs on the GPU
+machine before anything else is there, and reads requirements with the packaging it has just
+installed (Sphinx requires it) or the machine's; ``download`` runs in the toolchain.
 """
 
 from __future__ import annotations
@@ -60,11 +61,8 @@ class WheelhouseError(Exception):
 
 
 def packaging():
-    """packaging's requirements and markers: the installed package, else pip's own copy."""
-    try:
-        from packaging import markers, requirements, version
-    except ImportError:  # a bare Python with pip only
-        from pip._vendor.packaging import markers, requirements, version
+    """packaging's requirements and markers (imported when a verb needs them)."""
+    from packaging import markers, requirements, version
     return requirements.Requirement, markers, version.Version
 
 
@@ -300,8 +298,13 @@ def unmet(target: Path) -> list[str]:
     first) does not meet: a version of the machine's that a carried package does not accept."""
     import importlib.metadata
 
-    _, _, Version = packaging()
     paths = [str(target), *sys.path]
+    # packaging is among the wheels just installed (Sphinx requires it), or the machine's own.
+    sys.path.insert(0, str(target))
+    try:
+        _, _, Version = packaging()
+    except ImportError:
+        return ["packaging is not installed, which Sphinx requires: the other requirements were not checked"]
     problems = []
     for distribution in importlib.metadata.distributions(path=[str(target)]):
         for requirement in needed(distribution.requires or [], this_python()):

@@ -17,7 +17,6 @@ is written by the build driver once every language is built (:mod:`..site.root_f
 
 from __future__ import annotations
 
-import gettext
 from dataclasses import asdict
 from html import escape
 from pathlib import Path
@@ -142,12 +141,15 @@ def rewrite_when_other_languages_change(app: Sphinx, env, added, changed, remove
 
 
 def compile_catalogs(app: Sphinx) -> Path:
-    """Compile the .po files of locale/ into the doctree folder and return it."""
+    """Compile the .po files of locale/ into the doctree folder and return it; but
+    sphinx.po, which Sphinx compiles itself (conf.py's ``locale_dirs``)."""
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
 
     target = Path(app.doctreedir) / "book-locale"
     for po in (PACKAGE / "locale").rglob("*.po"):
+        if po.stem == "sphinx":
+            continue
         mo = target / po.relative_to(PACKAGE / "locale").with_suffix(".mo")
         if not mo.exists() or mo.stat().st_mtime < po.stat().st_mtime:
             mo.parent.mkdir(parents=True, exist_ok=True)
@@ -156,35 +158,12 @@ def compile_catalogs(app: Sphinx) -> Path:
     return target
 
 
-def prefer_book_catalog(app: Sphinx, catalogs: Path) -> None:
-    """Make the book's ``sphinx`` catalog answer before Sphinx's own.
-
-    Sphinx adds a project's catalog for its own domain as a fallback, so it could only fill
-    gaps; but a few of Sphinx's own translations need correcting (its zh_CN "Link to this
-    heading" ends in a full stop, in a tooltip). The strings the book's catalog does not
-    define still come from Sphinx's. The templates translate through ``app.translator``,
-    where the book's catalog is added as usual.
-    """
-    from sphinx.locale import translators
-
-    key = ("general", "sphinx")
-    try:
-        ours = gettext.translation("sphinx", str(catalogs), languages=[app.config.language])
-    except OSError:  # no catalog of ours for this language
-        return
-    if key in translators:
-        ours.add_fallback(translators[key])
-    translators[key] = ours
-
-
 def setup(app: Sphinx) -> None:
-    # Registered now, before the theme registers its own catalogs, so that ours
-    # come first for the theme's domain and for Sphinx's own.
+    # Registered now, before the theme registers its own catalogs, so that ours come first
+    # for the theme's domain; Sphinx's own domain comes from conf.py's locale_dirs.
     catalogs = compile_catalogs(app)
     app.add_message_catalog("booktheme", str(catalogs))
-    app.add_message_catalog("sphinx", str(catalogs))  # for the templates (app.translator)
-    prefer_book_catalog(app, catalogs)  # for the strings Sphinx's Python code translates
-    app.add_message_catalog(messages.CATALOG, str(catalogs))  # the book's own strings
+    messages.use_catalog(catalogs, app.config.language)  # the book's own strings
     search.setup(app)  # the search language, ranking and search box: site/search.py
     app.connect("config-inited", configure_language)
     app.connect("html-page-context", add_language_links)

@@ -3,9 +3,13 @@
 The English text is here, by key; each language's translation is in
 ``locale/<language>/LC_MESSAGES/book.po`` (msgctxt is the key, msgid the English text),
 compiled with the theme's catalogs by :func:`.languages.compile_catalogs`. Every Sphinx
-run builds one language, so :func:`message` answers in the language being built.
+run builds one language, so :func:`message` answers in the language being built
+(:func:`use_catalog`; English before, and outside Sphinx).
 Typography that is not a translation (separators) lives in conf.py's ``book_languages``.
 """
+
+import gettext
+from pathlib import Path
 
 CATALOG = "book"
 
@@ -88,9 +92,16 @@ def message(key: str) -> str:
     return pgettext(key, ENGLISH[key])
 
 
-def pgettext(context: str, text: str) -> str:
-    # Sphinx's translator is a gettext.GNUTranslations: contexts keep equal English apart.
-    from sphinx.locale import translators
+# The book catalog of the language being built (use_catalog); English until then.
+translation: gettext.NullTranslations = gettext.NullTranslations()
 
-    translator = translators.get(("general", CATALOG))
-    return translator.pgettext(context, text) if translator is not None else text
+
+def use_catalog(folder: Path, language: str) -> None:
+    """Answer from the compiled ``book`` catalog of ``language`` in ``folder`` (English if none)."""
+    global translation
+    translation = gettext.translation(CATALOG, str(folder), languages=[language], fallback=True)
+
+
+def pgettext(context: str, text: str) -> str:
+    # A gettext.GNUTranslations: contexts keep equal English apart.
+    return translation.pgettext(context, text)

@@ -6,9 +6,9 @@ named are those of the toolchain (this environment); :func:`check_kernel` refuse
 kernel that imports another torch (a stub on PYTHONPATH, a kernel spec naming another
 environment) or runs another Python, so they are also what the pages' kernel ran.
 
-Standard library only (and jupyter_client, to read the kernel spec): the build driver
-asks all this before it starts Sphinx, and importing the extensions would add a second
-to every build.
+Standard library only (and jupyter_client, to read the kernel spec; jupyter-cache, to
+read a cache's database where there is one): the build driver asks all this before it
+starts Sphinx, and importing the extensions would add a second to every build.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import sqlite3
 import subprocess
 import sys
 import tempfile
-from contextlib import closing
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -172,30 +172,36 @@ def cache_dir(cache_root: Path, device: str, interpreter: Interpreter | None = N
             / f"{device}-torch{interpreter.torch}-py{interpreter.python}-inputs{kernel_inputs_digest()}")
 
 
-# The tables and columns jupyter-cache creates (jupyter_cache/cache/db.py), only once, with
-# the database: a database that lacks one crashes the build at its first query.
-# tests/test_cache_damage.py compares this with jupyter-cache's own schema.
-CACHE_SCHEMA = {
-    "settings": {"pk", "key", "value"},
-    "nbproject": {"pk", "uri", "read_data", "assets", "exec_data", "created", "traceback"},
-    "nbcache": {"pk", "hashkey", "uri", "description", "data", "created", "accessed"},
-}
+# sqlite's word for what a damaged database lacks, and how the message says it.
+MISSING = ((re.compile(r"no such table: (\w+)"), r"no table \1"),
+           (re.compile(r"no such column: (\w+)\.(\w+)"), r"table \1 has no column \2"))
 
 
 def unreadable_cache(folder: Path) -> str | None:
-    """Why the cache in ``folder`` cannot be used (a corrupt, foreign or damaged database), or None."""
-    database = folder / "global.db"
-    if not database.exists():
+    """Why the cache in ``folder`` cannot be used (a corrupt, foreign or damaged database), or None.
+
+    jupyter-cache creates its tables only with the database, so one that lacks a table or a
+    column fails at a build's first query of it: each table is queried here, through
+    jupyter-cache, before Sphinx starts."""
+    if not (folder / "global.db").exists():
         return None
+    from jupyter_cache import get_cache  # sqlalchemy: only where there is a database to read
+
+    cache = get_cache(folder)
     try:
-        with closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)) as connection:
-            for table, columns in CACHE_SCHEMA.items():
-                found = {row[1] for row in connection.execute(f"pragma table_info({table})")}
-                if not found:
-                    raise sqlite3.DatabaseError(f"no table {table}")
-                if columns - found:
-                    raise sqlite3.DatabaseError(f"table {table} has no column {min(columns - found)}")
-    except sqlite3.DatabaseError as error:
-        return (f"the execution cache {folder} cannot be read ({error}): delete that folder "
+        cache.get_cache_limit()  # settings
+        cache.list_project_records()  # nbproject
+        cache.list_cache_records()  # nbcache
+    except Exception as error:  # noqa: BLE001 - sqlalchemy's, or jupyter-cache's wrapping of one
+        cause = error
+        while cause.__cause__ is not None and not isinstance(cause, sqlite3.Error):
+            cause = cause.__cause__
+        cause = getattr(cause, "orig", cause)
+        text = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        for pattern, said in MISSING:
+            text = pattern.sub(said, text)
+        return (f"the execution cache {folder} cannot be read ({text}): delete that folder "
                 "(`make clean-cache` deletes the default one) and build again")
+    finally:
+        cache.db.dispose()
     return None

@@ -122,28 +122,21 @@ def language_of(app: Sphinx) -> tuple[Language, bool]:
     return language, language == app.config.book_languages[0]
 
 
-class CodeCell:
-    """How myst-nb reads a code cell's fence: options (YAML or ``:key:`` lines), then code."""
-
-    option_spec = {"options": True}
-    required_arguments, optional_arguments, has_content = 0, 1, True
-
-
-def body_lines(text: str) -> dict[int, int]:
-    """Per code cell of a page's text, by the line of its opening fence (as myst-nb's
-    ``source_map`` has it), the line of its first line of code (after its options)."""
+def first_code_line(text: str, fence: int, source: str) -> int | None:
+    """The line of a page's ``text`` where the code of the code cell whose opening fence is
+    on line ``fence`` (as myst-nb's ``source_map`` has it) starts, after its options; None
+    if no such cell holds ``source``. myst-nb joins the fence's last lines, those after its
+    options, into the cell's source: the source is the tail of the fence's content."""
     from markdown_it.renderer import RendererHTML
     from myst_parser.config.main import MdParserConfig
-    from myst_parser.parsers.directives import parse_directive_text
     from myst_parser.parsers.mdit import create_md_parser
 
     parser = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "deflist"}), RendererHTML)
-    found = {}
     for token in parser.parse(text + "\n"):
-        if token.type == "fence" and token.map and token.info.startswith("{code-cell}"):
-            parsed = parse_directive_text(CodeCell, "", token.content, validate_options=False)
-            found[token.map[0] + 1] = token.map[0] + 2 + parsed.body_offset
-    return found
+        if token.type == "fence" and token.map and token.map[0] + 1 == fence and token.info.startswith("{code-cell}"):
+            at = token.content.rfind(source)
+            return token.map[0] + 2 + token.content.count("\n", 0, at) if at >= 0 else None
+    return None
 
 
 def prose_location(app: Sphinx, docname: str, notebook, index: int, row: int) -> tuple[int | None, str]:
@@ -157,7 +150,8 @@ def prose_location(app: Sphinx, docname: str, notebook, index: int, row: int) ->
     first = None
     if source_map:
         with suppress(OSError):
-            first = body_lines(Path(app.env.doc2path(docname)).read_text(encoding="utf8")).get(source_map[index])
+            first = first_code_line(Path(app.env.doc2path(docname)).read_text(encoding="utf8"), source_map[index],
+                                    cell.source)
     return (first + row - 1, "") if first else (cell_line(notebook, index), f", its line {row}")
 
 

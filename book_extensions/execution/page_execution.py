@@ -35,7 +35,6 @@ from pathlib import Path
 from docutils import nodes
 from jupyter_cache import get_cache
 from myst_nb.core.read import create_nb_reader
-from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
@@ -209,11 +208,12 @@ def provenance_note(app: Sphinx, exec_data: dict) -> nodes.paragraph:
 def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     docname = env.docname
-    exec_data = NbMetadataCollector.get_exec_data(env, docname)
+    exec_data = app.book_page_runner.executions.pop(str(Path(env.doc2path(docname))), None)
     if not exec_data:
         return  # nothing to execute
     state = page_state.of(env)
     state.executed = exec_data.get("book_executed", False)
+    state.produced, state.seconds = exec_data["mtime"], exec_data.get("runtime")
     if not exec_data["succeeded"]:
         report_failed_execution(app, docname, exec_data)
         state.problems = 1

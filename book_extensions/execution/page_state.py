@@ -19,6 +19,8 @@ ATTRIBUTE = "book_page_state"
 @dataclass
 class PageState:
     executed: bool = False  # this build ran its cells (rather than taking the cache's outputs)
+    produced: float | None = None  # when its outputs were produced (a timestamp); None: nothing executes
+    seconds: float | None = None  # how long its cells ran, when they ran
     problems: int = 0  # failures reported for it: read it again next build
     computed: set[str] = field(default_factory=set)  # directives filled from records or the build
 

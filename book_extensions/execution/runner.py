@@ -43,7 +43,6 @@ import ctypes
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -75,23 +74,11 @@ CONTROL_CHARACTER = re.compile(r"(?!\x1b\[[0-9;]*m)[\x00-\x08\x0b\x0c\x0e-\x1f\x
 
 
 class IpcKernelManager(AsyncKernelManager):
-    """A kernel on IPC sockets, which cannot collide; it keeps the exit code of a dead kernel."""
-
-    exit_code: int | None = None
+    """A kernel on IPC sockets, which cannot collide."""
 
     @default("transport")
     def _transport_default(self) -> str:
         return "ipc"
-
-    async def _async_is_alive(self) -> bool:
-        if self.owns_kernel and self.has_kernel and self.provisioner is not None:
-            code = await self.provisioner.poll()
-            if code is not None:
-                self.exit_code = code
-                return False
-        return await super()._async_is_alive()
-
-    is_alive = _async_is_alive
 
 
 def escape_control_characters(output) -> str | None:
@@ -128,6 +115,10 @@ class CheckedClient(NotebookClient):
 
     output_limit = Integer(None, allow_none=True, help="the most characters a code cell may show")
 
+    # The kernel's process, as jupyter_client's local provisioner launched it (subprocess.Popen):
+    # set when the notebook starts. Its exit code outlives the provisioner's hold on it.
+    kernel_process: subprocess.Popen | None = None
+
     def reset_execution_trackers(self) -> None:
         super().reset_execution_trackers()
         self.over_limit: tuple[int, int] | None = None  # (cell index, characters shown)
@@ -151,8 +142,8 @@ class CheckedClient(NotebookClient):
             if size > self.output_limit:
                 outs.remove(out)
                 self.over_limit = (cell_index, size)
-                with suppress(ProcessLookupError):
-                    os.kill(self.km.provisioner.pid, signal.SIGKILL)
+                if self.kernel_process is not None:
+                    self.kernel_process.kill()
                 return None
         return out
 
@@ -290,6 +281,8 @@ class PageRunner:
     writes_log: Path | None = None
     output_limit: int | None = None
     executed_notebooks: dict[str, object] = field(default_factory=dict, repr=False)
+    # The execution record (PageClient.exec_metadata) of each page read in this process.
+    executions: dict[str, dict] = field(default_factory=dict, repr=False)
 
     @classmethod
     def for_build(cls, confdir: Path, docs: Path, build_folders: list[Path], limit: int, log: Path) -> PageRunner:
@@ -353,6 +346,10 @@ class PageRunner:
         def on_cell_executed(cell, cell_index: int, execute_reply) -> None:
             processes.cell_ended(cell_index)
 
+        def on_notebook_start(notebook) -> None:
+            client.kernel_process = manager.provisioner.process
+            processes.kernel_pid = client.kernel_process.pid
+
         before = self.source_state()
         started = time.perf_counter()
         result = Execution(0.0)
@@ -372,7 +369,7 @@ class PageRunner:
                 timeout=timeout,
                 allow_errors=True,
                 record_timing=False,
-                on_notebook_start=lambda notebook: setattr(processes, "kernel_pid", manager.provisioner.pid),
+                on_notebook_start=on_notebook_start,
                 on_cell_start=on_cell_start,
                 on_cell_executed=on_cell_executed,
                 resources={"metadata": {"path": str(work)}},
@@ -392,7 +389,7 @@ class PageRunner:
             except CellTimeoutError:
                 result.error = "CellTimeoutError"
             except DeadKernelError:
-                code = manager.exit_code
+                code = client.kernel_process.poll() if client.kernel_process is not None else None
                 result.error = "DeadKernelError"
                 result.detail = f"exit code {code}" if code is not None else "exit code unknown"
                 last = [line for line in kernel_log.read_text(errors="replace").splitlines() if line.strip()]
@@ -505,6 +502,10 @@ def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
                 "remove it with `make clean-cache`) and build again") from error
 
 
+# What a cached execution gives a notebook's metadata (jupyter-cache's default).
+CACHED_METADATA = ("kernelspec", "language_info", "widgets")
+
+
 def cached_notebook(cache, notebook) -> tuple[object, object, str]:
     """The cache's record of ``notebook``'s code and the notebook with its outputs (and its
     own sources, comments included), or (None, None, why the record was dropped: "" when
@@ -515,7 +516,7 @@ def cached_notebook(cache, notebook) -> tuple[object, object, str]:
     except KeyError:
         return None, None, ""
     try:
-        _, merged = cache.merge_match_into_notebook(code)
+        _, merged = cache.merge_match_into_notebook(code, nb_meta=CACHED_METADATA)
     except KeyError:  # jupyter-cache's "Notebook file does not exist for cache record"
         why = "its notebook is missing"
     except (ValueError, ValidationError, IndexError) as error:  # truncated: NotJSONError
@@ -527,6 +528,18 @@ def cached_notebook(cache, notebook) -> tuple[object, object, str]:
     # Executing the page again loses nothing; the record would fail every build.
     drop(cache, record.hashkey)
     return None, None, why
+
+
+def take_outputs(notebook, merged) -> None:
+    """Give ``notebook`` (the page's, which myst-nb renders and writes) what jupyter-cache
+    merged from the cache: each code cell's outputs and execution count, and the notebook's
+    kernelspec, language_info and widgets."""
+    for cell, cached in zip(notebook.cells, merged.cells, strict=True):
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = cached.outputs, cached.execution_count
+    for key in CACHED_METADATA:
+        if key in merged.metadata:
+            notebook.metadata[key] = merged.metadata[key]
 
 
 def utc_timestamp(naive_utc: datetime) -> float:
@@ -543,6 +556,11 @@ class PageClient(NotebookClientBase):
         self.runner = runner
 
     def start_client(self) -> None:
+        self.run_or_take_from_cache()
+        if self.path is not None:
+            self.runner.executions[str(self.path)] = self.exec_metadata
+
+    def run_or_take_from_cache(self) -> None:
         cache_path = self.nb_config.execution_cache_path
         cache = get_cache(cache_path)
         with cache_lock(cache_path):
@@ -551,7 +569,7 @@ class PageClient(NotebookClientBase):
             self.logger.info(f"the execution cache {cache_path} had a damaged record of this page "
                              f"({dropped}): dropped it, executing the page again")
         if record is not None:
-            self._notebook = merged
+            take_outputs(self.notebook, merged)
             self.logger.info(f"Using cached notebook: ID={record.pk}")
             self.exec_metadata = {
                 "mtime": utc_timestamp(record.created),

@@ -16,7 +16,6 @@ import importlib.metadata
 from datetime import UTC, datetime
 
 from docutils import nodes
-from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -79,17 +78,17 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         this_build = set(getattr(app.env, "book_read_now", []))
         provenance_pages = page_state.computing(app.env, "build-provenance")
         for page in reading_order(app.env):
-            data = NbMetadataCollector.get_exec_data(app.env, page)
-            if not data or page in provenance_pages:
+            state = page_state.every(app.env).get(page)
+            if state is None or state.produced is None or page in provenance_pages:
                 continue
-            produced = datetime.fromtimestamp(data["mtime"], tz=UTC).strftime("%Y-%m-%d")
+            produced = datetime.fromtimestamp(state.produced, tz=UTC).strftime("%Y-%m-%d")
             if page not in this_build:
                 status = say("provenance_unchanged")
-            elif page_state.of(app.env, page).executed:
+            elif state.executed:
                 status = say("provenance_executed")
             else:
                 status = say("provenance_cached")
-            seconds = f"{data['runtime']:.1f}" if data.get("runtime") is not None else "–"
+            seconds = f"{state.seconds:.1f}" if state.seconds is not None else "–"
             rows.append([page_link(app, docname, page), produced, seconds, status])
         placeholder.replace_self([
             summary,

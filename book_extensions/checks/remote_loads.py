@@ -10,6 +10,7 @@ links (``<a href>``, ``rel=alternate|canonical``) are navigation, not loads.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from html.parser import HTMLParser
@@ -85,16 +86,16 @@ def remote_loads(path: Path, own_host: str = "") -> list[tuple[str, str]]:
 def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None) -> list[tuple[str, str, str]]:
     """(file relative to outdir, what, url) for every remote load in a built site.
 
-    ``known_clean`` maps files found clean before to their (mtime, size); those are
-    skipped while unchanged, and the map is updated in place.
+    ``known_clean`` maps files found clean before to the digest of their contents; those
+    are skipped while unchanged (Sphinx copies the static files again at every build, and
+    first_paint rewrites pages, with the same bytes), and the map is updated in place.
     """
     problems = []
     known_clean = {} if known_clean is None else known_clean
     for path in sorted(outdir.rglob("*")):
         if path.suffix in (".html", ".css") and path.is_file():
             rel = path.relative_to(outdir).as_posix()
-            stat = path.stat()
-            stamp = [stat.st_mtime_ns, stat.st_size]
+            stamp = hashlib.sha256(path.read_bytes()).hexdigest()
             if known_clean.get(rel) == stamp:
                 continue
             found = [(rel, what, url) for what, url in remote_loads(path, own_host)]

@@ -361,6 +361,12 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int]) -> l
         wanted = codepoints & set(font.getBestCmap())
         if not wanted:
             continue
+        target = source.with_suffix(".subset.woff2")
+        relative = url.group(1).rsplit("/", 1)[0] + "/" + target.name
+        subset_face = face[:url.start()] + f'url({relative}) format("woff2")' + face[url.end():]
+        if already_subset(target, font, wanted):  # an earlier build's, of the same font
+            kept.append(parse(subset_face)[0])
+            continue
         options = subset.Options()
         options.flavor = "woff2"
         subsetter = subset.Subsetter(options)
@@ -371,13 +377,25 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int]) -> l
             subsetter.subset(font)
         finally:
             chatter.setLevel(level)
-        target = source.with_suffix(".subset.woff2")
         font.flavor = "woff2"
         font.save(target)
-        relative = url.group(1).rsplit("/", 1)[0] + "/" + target.name
-        face = face[:url.start()] + f'url({relative}) format("woff2")' + face[url.end():]
-        kept.append(parse(face)[0])  # the same face, its src replaced
+        kept.append(parse(subset_face)[0])  # the same face, its src replaced
     return kept
+
+
+def already_subset(target: Path, font, wanted: set[int]) -> bool:
+    """Whether ``target`` is ``font`` cut to ``wanted`` already (subsetting takes most of a
+    rebuild's trimming): the same characters, and the same font by its revision and version."""
+    from fontTools.ttLib import TTFont
+
+    if not target.is_file():
+        return False
+    try:
+        done = TTFont(target)
+        return (set(done.getBestCmap()) == wanted and done["head"].fontRevision == font["head"].fontRevision
+                and done["name"].getDebugName(5) == font["name"].getDebugName(5))
+    except Exception:  # a damaged or foreign file: made again
+        return False
 
 
 # --- the build step ----------------------------------------------------------------------
@@ -385,6 +403,17 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int]) -> l
 def pages_of(outdir: Path) -> list[str]:
     return [path.read_text(encoding="utf8", errors="replace") for path in sorted(outdir.rglob("*.html"))
             if "_static" not in path.relative_to(outdir).parts]
+
+
+# Scripts only in name: the search's data (the pages' words and their counts, which change
+# with every edit), not code that may add a class or read a custom property.
+SEARCH_DATA = ("searchindex.js", "searchcounts.js")
+
+
+def site_scripts(outdir: Path) -> list[Path]:
+    """The site's scripts: what may name a class or a custom property at run time."""
+    return sorted(path for path in outdir.rglob("*.js")
+                  if "_sources" not in path.parts and path.name not in SEARCH_DATA)
 
 
 def trim_site(outdir: Path) -> dict[str, tuple[int, int]]:
@@ -404,7 +433,7 @@ def trim_site(outdir: Path) -> dict[str, tuple[int, int]]:
                          if path not in before)
 
     styles = read(static.rglob("*.css")) + "\n".join(re.findall(r"""\sstyle\s*=\s*"([^"]*)""", "\n".join(pages)))
-    scripts = read(path for path in outdir.rglob("*.js") if "_sources" not in path.parts)
+    scripts = read(site_scripts(outdir))
     prune_properties(parsed, styles + scripts)
     # Fonts, animations and icons are named in stylesheets only (the scripts name classes).
     used = "\n".join([styles, *(usage_text(nodes) for nodes in parsed.values())])

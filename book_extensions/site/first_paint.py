@@ -33,8 +33,11 @@ leaves it) is first put back as the theme wrote it, then rewritten.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import posixpath
 import re
+from contextlib import suppress
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -59,6 +62,9 @@ SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script>", re.S)
 SRC = re.compile(r"""(?<![\w-])src=["']([^"']+)["']""")
 URL = re.compile(r"""url\(\s*(["']?)([^"')]+)\1\s*\)""")
 IMPORT = re.compile(r"""^@import\s+(?:url\(\s*)?["']?([^"')\s]+)["']?\s*\)?\s*(.*)$""", re.S)
+
+# Beside the doctrees: what every page's rewrite read, and each page as this step left it.
+RECORD = "book-first-paint.json"
 
 # What an earlier run of this step wrote, to be undone first.
 OLD_STYLE = re.compile(rf"<style {MARK}>.*?</style>\n?", re.S)
@@ -216,34 +222,58 @@ def defer_scripts(head: str, root: Path, page_dir: str) -> str:
     return "".join(out)
 
 
-def rewrite_site(outdir: Path) -> tuple[int, int]:
-    """Every page of ``outdir`` rewritten; (pages, largest inline CSS in bytes)."""
+def rewrite_site(outdir: Path, record: Path | None = None) -> tuple[int, int, int]:
+    """Every page of ``outdir`` rewritten; (pages, pages rewritten now, largest inline CSS in bytes).
+
+    With ``record`` (a file beside the doctrees), a page is rewritten only when it changed
+    since this step last left it, or when what every page's rewrite reads changed (the
+    site's stylesheets and scripts): after a prose edit, Sphinx writes a few pages again and
+    only those are redone; the others are already what this step would make of them."""
     static = outdir / "_static"
     # Each script read once: the book's own name classes; as in asset_trimming.trim_site, a
     # property any script names is kept.
     texts = {path: path.read_text(encoding="utf8", errors="replace")
-             for path in sorted(outdir.rglob("*.js")) if "_sources" not in path.parts}
+             for path in asset_trimming.site_scripts(outdir)}
     scripts = [text for path, text in texts.items()
                if path.parent == static and (asset_trimming.OWN_SCRIPTS / path.name).exists()]
     every_script = "\n".join(texts.values())
+    inputs = hashlib.sha256(every_script.encode())
+    for path in sorted(outdir.rglob("*.css")):
+        inputs.update(path.relative_to(outdir).as_posix().encode() + b"\0" + path.read_bytes())
+    inputs = inputs.hexdigest()
+    noted = {}
+    if record is not None:
+        with suppress(OSError, ValueError):
+            noted = json.loads(record.read_text(encoding="utf8"))
+    done = noted.get("pages", {}) if isinstance(noted, dict) and noted.get("inputs") == inputs else {}
+    left: dict[str, str] = {}  # each page, as this step leaves it: the digest of its text
     cache: dict = {}
-    count, largest = 0, 0
+    count, rewritten, largest = 0, 0, 0
     for path in sorted(outdir.rglob("*.html")):
         relative = path.relative_to(outdir)
         if relative.parts[0] in ("_static", "_sources", "_notebooks", "_downloads", "_images"):
             continue
         page = path.read_text(encoding="utf8")
-        new = rewrite(page, relative.as_posix(), outdir, scripts, cache, every_script)
-        if new != page:
-            path.write_text(new, encoding="utf8")
+        digest = hashlib.sha256(page.encode()).hexdigest()
+        if done.get(relative.as_posix()) == digest:
+            new = page
+        else:
+            new = rewrite(page, relative.as_posix(), outdir, scripts, cache, every_script)
+            if new != page:
+                path.write_text(new, encoding="utf8")
+                digest = hashlib.sha256(new.encode()).hexdigest()
+            rewritten += 1
+        left[relative.as_posix()] = digest
         style = OLD_STYLE.search(new)
         largest = max(largest, len(style.group().encode()) if style else 0)
         count += 1
-    return count, largest
+    if record is not None:
+        record.write_text(json.dumps({"inputs": inputs, "pages": left}), encoding="utf8")
+    return count, rewritten, largest
 
 
 def build_finished(app: Sphinx, exception: Exception | None) -> None:
     if exception or app.builder.name != "html":
         return
-    pages, largest = rewrite_site(Path(app.outdir))
-    logger.info(f"first paint: {pages} pages, inline CSS at most {largest // 1024} KB")
+    pages, rewritten, largest = rewrite_site(Path(app.outdir), Path(app.doctreedir) / RECORD)
+    logger.info(f"first paint: {pages} pages ({rewritten} rewritten now), inline CSS at most {largest // 1024} KB")

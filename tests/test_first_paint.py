@@ -152,3 +152,22 @@ def test_what_the_scripts_need_at_run_time_stays(site):
     css = inline_css(rewritten(site))
     assert "button.copybtn svg{stroke:currentColor" in css
     assert ".dropdown-menu-end{--bs-position:end" in css
+
+
+def test_with_a_record_only_changed_pages_are_rewritten_and_come_out_as_in_a_full_run(site, tmp_path_factory):
+    record = tmp_path_factory.mktemp("doctrees") / first_paint.RECORD
+    other = (site / "en" / "page.html").read_text(encoding="utf8").replace("<p>text</p>", "<p>other</p>")
+    (site / "en" / "other.html").write_text(other, encoding="utf8")
+    assert first_paint.rewrite_site(site, record)[:2] == (2, 2)
+    assert first_paint.rewrite_site(site, record)[:2] == (2, 0)  # nothing changed
+    # Sphinx writes one page again (a prose edit): that page only.
+    (site / "en" / "other.html").write_text(other.replace("other", "edited"), encoding="utf8")
+    assert first_paint.rewrite_site(site, record)[:2] == (2, 1)
+    incremental = {p.name: p.read_text(encoding="utf8") for p in (site / "en").glob("*.html")}
+    assert first_paint.rewrite_site(site)[:2] == (2, 2)  # without a record, every page
+    assert {p.name: p.read_text(encoding="utf8") for p in (site / "en").glob("*.html")} == incremental
+    # A stylesheet that changes changes every page's inline CSS: every page again.
+    with (site / "_static" / "book.css").open("a", encoding="utf8") as sheet:
+        sheet.write(".bd-article{margin:0}")
+    assert first_paint.rewrite_site(site, record)[:2] == (2, 2)
+    assert ".bd-article{margin:0;}" in inline_css((site / "en" / "page.html").read_text(encoding="utf8"))

@@ -39,11 +39,12 @@ class QuietServer(ThreadingHTTPServer):
 
 
 @contextlib.contextmanager
-def serve(site: Path) -> Iterator[str]:
-    """Serve a built site on 127.0.0.1; yields its base URL."""
-    server = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(site)))
+def serve(site: Path, handler: type[QuietHandler] = QuietHandler) -> Iterator[str]:
+    """Serve a built site on 127.0.0.1 with ``handler``; yields its base URL."""
+    server = QuietServer(("127.0.0.1", 0), functools.partial(handler, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
+        server.server_close()

@@ -22,7 +22,6 @@ it moves with the load of a shared machine. ``--page`` keeps the pages whose pat
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fnmatch
 import functools
 import gzip
@@ -31,15 +30,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 from ..paths import ROOT
-from .chromium import CHROMIUM_FLAGS, QuietHandler, chromium_path
+from .chromium import CHROMIUM_FLAGS, QuietHandler, chromium_path, serve
 
 # Lighthouse 13 needs Node 22.19; Debian's and GitHub's runners' Node is 20, so the last 12.x.
 VERSION = "12.8.2"
@@ -92,16 +88,9 @@ class PagesHandler(QuietHandler):
         self.wfile.write(body)
 
 
-@contextlib.contextmanager
-def serve_like_pages(site: Path) -> Iterator[str]:
+def serve_like_pages(site: Path):
     """Serve a built site on 127.0.0.1, compressed like GitHub Pages; yields its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(PagesHandler, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return serve(site, PagesHandler)
 
 
 # --- Lighthouse -----------------------------------------------------------------------------

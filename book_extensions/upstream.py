@@ -138,14 +138,6 @@ WORKAROUNDS = [
     ),
     Workaround(
         "book_extensions/execution/runner.py",
-        "a page stopped by Ctrl-C or SIGTERM is told from a failing page by nbclient's private "
-        "cleanup future, set only when its signal handler shut the kernel down: nbclient turns the "
-        "interrupt into an ordinary error and says nowhere else that it handled one",
-        "nbclient re-raises the interrupt, or says that it handled one",
-        internal="nbclient.client:NotebookClient._async_cleanup_kernel_future",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
         "jupyter-cache cannot remove a damaged record: it commits a record before writing its notebook, "
         "crashes on a record whose notebook is missing or truncated, and only its database helpers "
         "remove a record by hash and only a private method names the record's folder; drop() "

@@ -127,17 +127,6 @@ WORKAROUNDS = [
     ),
     Workaround(
         "book_extensions/execution/runner.py",
-        "the kernel manager gives no public handle on the kernel's process (its provisioner's "
-        "interface has none; jupyter_client's local provisioner keeps the subprocess.Popen it "
-        "launched, and lets go of it once the kernel is gone): the executor takes it when the "
-        "notebook starts, to report a dead kernel's exit code (nbclient reports only that it died) "
-        "and to kill the kernel at once when a cell passes the output limit",
-        "jupyter_client keeps a dead kernel's exit code, and kills a kernel synchronously without a "
-        "shutdown request",
-        internal="jupyter_client.provisioning.local_provisioner:LocalProvisioner.process",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
         "jupyter-cache cannot remove a damaged record: it commits a record before writing its notebook, "
         "crashes on a record whose notebook is missing or truncated, and only its database helpers "
         "remove a record by hash and only a private method names the record's folder; drop() "

@@ -117,9 +117,10 @@ class CheckedClient(NotebookClient):
 
     output_limit = Integer(None, allow_none=True, help="the most characters a code cell may show")
 
-    # The kernel's process, as jupyter_client's local provisioner launched it (subprocess.Popen):
-    # set when the notebook starts. Its exit code outlives the provisioner's hold on it.
-    kernel_process: subprocess.Popen | None = None
+    # The kernel's process, found when the notebook starts (:meth:`kernel_started`).
+    kernel: psutil.Process | None = None
+    # A dead kernel's exit code, read when nbclient reports the error (:meth:`kernel_failed`).
+    kernel_exit_code: int | None = None
     # The signal (SIGINT or SIGTERM) that stopped the page, if one did (:meth:`stop`).
     stopped_by: int | None = None
 
@@ -142,19 +143,33 @@ class CheckedClient(NotebookClient):
         self.stopped_by = signum
         self.kill_kernel()
 
-    def kernel_started(self, process: subprocess.Popen) -> None:
-        """The notebook starts: the kernel's process is known, and killed if the page was stopped
-        while it started."""
-        self.kernel_process = process
+    def kernel_started(self) -> psutil.Process | None:
+        """The notebook starts (nbclient's on_notebook_start): the kernel's process is this
+        process's child whose command line names the kernel's connection file (every kernel
+        spec passes it); it is killed if the page was stopped while it started."""
+        self.kernel = None
+        for child in psutil.Process().children():
+            with suppress(psutil.Error):  # one that ended meanwhile
+                if self.km.connection_file in child.cmdline():
+                    self.kernel = child
+                    break
         if self.stopped_by is not None:
             # nbclient waits for the kernel's first reply next, checking whether it lives
             # at this interval (5 s): notice it dead within a second.
             self.shell_timeout_interval = 1
             self.kill_kernel()
+        return self.kernel
 
     def kill_kernel(self) -> None:
-        if self.kernel_process is not None:
-            self.kernel_process.kill()
+        if self.kernel is not None:
+            with suppress(psutil.Error):  # gone already
+                self.kernel.kill()
+
+    async def kernel_failed(self, notebook) -> None:
+        """nbclient's on_notebook_error (a dead kernel, among others), which comes before it
+        cleans up after the kernel: the provisioner still has the kernel's exit code."""
+        with suppress(Exception):  # no exit code to report is reported as unknown
+            self.kernel_exit_code = await self.km.provisioner.poll()
 
     def reset_execution_trackers(self) -> None:
         super().reset_execution_trackers()
@@ -383,8 +398,11 @@ class PageRunner:
             processes.cell_ended(cell_index)
 
         def on_notebook_start(notebook) -> None:
-            client.kernel_started(manager.provisioner.process)
-            processes.kernel_pid = client.kernel_process.pid
+            kernel = client.kernel_started()
+            processes.kernel_pid = kernel.pid if kernel is not None else None
+
+        async def on_notebook_error(notebook) -> None:
+            await client.kernel_failed(notebook)
 
         before = self.source_state()
         started = time.perf_counter()
@@ -406,6 +424,7 @@ class PageRunner:
                 allow_errors=True,
                 record_timing=False,
                 on_notebook_start=on_notebook_start,
+                on_notebook_error=on_notebook_error,
                 on_cell_start=on_cell_start,
                 on_cell_executed=on_cell_executed,
                 resources={"metadata": {"path": str(work)}},
@@ -425,7 +444,7 @@ class PageRunner:
             except CellTimeoutError:
                 result.error = "CellTimeoutError"
             except DeadKernelError:
-                code = client.kernel_process.poll() if client.kernel_process is not None else None
+                code = client.kernel_exit_code
                 result.error = "DeadKernelError"
                 result.detail = f"exit code {code}" if code is not None else "exit code unknown"
                 last = [line for line in kernel_log.read_text(errors="replace").splitlines() if line.strip()]

@@ -83,15 +83,6 @@ WORKAROUNDS = [
         signature="(notebook, source, nb_config, logger, read_fmt=None)",
     ),
     Workaround(
-        "book_extensions/execution/page_execution.py",
-        "per-language executed notebooks go beside the doctrees, not into the published site: "
-        "myst-nb has no setting for that folder (it derives it from the output folder), so its config "
-        "object is copied with another output_folder",
-        "myst-nb gets a setting for where it writes jupyter_execute/",
-        internal="myst_nb.core.config:NbParserConfig.copy",
-        signature="(self, **changes)",
-    ),
-    Workaround(
         "book_extensions/kernel/startup.py",
         "ipykernel's private flush interval is raised so that what a cell prints arrives in one "
         "chunk: chunking by timing made outputs differ between runs, and no setting changes it "

@@ -83,15 +83,6 @@ WORKAROUNDS = [
         signature="(notebook, source, nb_config, logger, read_fmt=None)",
     ),
     Workaround(
-        "book_extensions/execution/page_execution.py",
-        "per-language executed notebooks go beside the doctrees, not into the published site: "
-        "myst-nb has no setting for that folder (it derives it from the output folder), so its config "
-        "object is copied with another output_folder",
-        "myst-nb gets a setting for where it writes jupyter_execute/",
-        internal="myst_nb.core.config:NbParserConfig.copy",
-        signature="(self, **changes)",
-    ),
-    Workaround(
         "book_extensions/kernel/startup.py",
         "ipykernel's private flush interval is raised so that what a cell prints arrives in one "
         "chunk: chunking by timing made outputs differ between runs, and no setting changes it "
@@ -124,25 +115,6 @@ WORKAROUNDS = [
         "Sphinx loads jieba lazily itself",
         internal="sphinx.search.zh:SearchChinese",
         signature="(options)",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "the kernel manager gives no public handle on the kernel's process (its provisioner's "
-        "interface has none; jupyter_client's local provisioner keeps the subprocess.Popen it "
-        "launched, and lets go of it once the kernel is gone): the executor takes it when the "
-        "notebook starts, to report a dead kernel's exit code (nbclient reports only that it died) "
-        "and to kill the kernel at once when a cell passes the output limit",
-        "jupyter_client keeps a dead kernel's exit code, and kills a kernel synchronously without a "
-        "shutdown request",
-        internal="jupyter_client.provisioning.local_provisioner:LocalProvisioner.process",
-    ),
-    Workaround(
-        "book_extensions/execution/runner.py",
-        "a page stopped by Ctrl-C or SIGTERM is told from a failing page by nbclient's private "
-        "cleanup future, set only when its signal handler shut the kernel down: nbclient turns the "
-        "interrupt into an ordinary error and says nowhere else that it handled one",
-        "nbclient re-raises the interrupt, or says that it handled one",
-        internal="nbclient.client:NotebookClient._async_cleanup_kernel_future",
     ),
     Workaround(
         "book_extensions/execution/runner.py",

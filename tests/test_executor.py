@@ -44,6 +44,32 @@ def test_the_output_method_checked_client_overrides_takes_what_it_was_written_ag
                                                                          "cell_index"]
 
 
+@pytest.mark.unit
+def test_the_kernel_start_checked_client_overrides_takes_what_it_was_written_against():
+    # nbclient's public NotebookClient.async_start_new_kernel: CheckedClient's puts the book's
+    # SIGINT and SIGTERM handlers in place, then calls it with the same keywords.
+    import inspect
+
+    from nbclient import NotebookClient
+
+    assert list(inspect.signature(NotebookClient.async_start_new_kernel).parameters) == ["self", "kwargs"]
+
+
+def test_ctrl_c_stops_a_page_as_an_interrupt_not_as_a_failure():
+    # The cell sends SIGINT to this process, as Ctrl-C would: the kernel is killed at once and
+    # the page ends in KeyboardInterrupt, not in an error reported as the page's; the
+    # handlers are gone once the page is.
+    import signal
+
+    nb = notebook("import os, signal, time\nos.kill(os.getppid(), signal.SIGINT)\ntime.sleep(60)", "print('never')")
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        runner.PageRunner().execute(nb, timeout=120)
+    assert time.monotonic() - started < 30
+    assert nb.cells[1].outputs == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_a_dead_kernel_is_a_result_with_its_cell_and_exit_code():
     nb = notebook("print('first')", "import os\nos._exit(7)", "print('never')")
     result = runner.PageRunner().execute(nb, timeout=60)

@@ -139,6 +139,25 @@ def test_a_page_that_writes_at_the_repository_root_is_blamed(tmp_path):
     assert "index.md" not in cached_pages(run.cache)
 
 
+def test_what_myst_nb_writes_beside_the_site_is_not_blamed_on_pages_running_meanwhile(tmp_path):
+    # The output folder inside the book's repository, nothing ignored: while parallel readers
+    # run pages, myst-nb writes each page's notebook beside the site (html-work/jupyter_execute),
+    # which is the build's, not the sources.
+    repository = tmp_path / "book"
+    pages = repository / "docs" / "en"
+    pages.mkdir(parents=True)
+    front = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
+    names = [f"page{n}" for n in range(1, 8)]
+    (pages / "index.md").write_text(f"{front}# Pages\n\n```{{toctree}}\n" + "\n".join(names) + "\n```\n")
+    for number, name in enumerate(names, 1):
+        (pages / f"{name}.md").write_text(f"{front}# Page {number}\n\n```{{code-cell}} ipython3\n"
+                                          f"import time\n\ntime.sleep(1)\nprint({number})\n```\n")
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    run, _ = build(repository / "docs", repository / "work", tmp_path / "cache", 300)
+    assert run.returncode == 0, run.output
+    assert (repository / "work" / "_build" / "cpu" / "html-work" / "jupyter_execute" / "page1.ipynb").is_file()
+
+
 def run_page(page_runner: runner.PageRunner, source: str) -> tuple[str | None, str]:
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

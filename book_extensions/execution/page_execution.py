@@ -141,15 +141,15 @@ def empty_ipython_dir() -> str:
     return folder
 
 
-def keep_build_files_out_of_the_site(app: Sphinx) -> None:
+def build_files_are_not_sources(app: Sphinx) -> None:
     """Runs after myst-nb's own builder-inited handler.
 
-    myst-nb writes each page's notebook and output files to ``<site>/jupyter_execute``,
-    one folder for every language, inside what gets published. Per-language files
-    belong beside the doctrees. Failure reports of an earlier build go too.
+    myst-nb writes each page's notebook and output files into a folder beside the output
+    folder (``<out>/<device>/html-work/jupyter_execute``: outside every language's site,
+    which is what gets published): while pages run, its files are the build's, not sources
+    a page could have changed. Failure reports of an earlier build go.
     """
-    folder = Path(app.doctreedir) / "jupyter_execute"
-    app.env.mystnb_config = app.env.mystnb_config.copy(output_folder=str(folder))
+    app.book_page_runner.unwatched.append(Path(app.env.mystnb_config.output_folder))
     shutil.rmtree(Path(app.outdir) / "reports", ignore_errors=True)
 
 
@@ -253,7 +253,7 @@ def write_executions(app: Sphinx, exception: Exception | None) -> None:
 
 def setup(app: Sphinx) -> None:
     app.connect("config-inited", configure_execution)
-    app.connect("builder-inited", keep_build_files_out_of_the_site, priority=600)
+    app.connect("builder-inited", build_files_are_not_sources, priority=600)
     app.connect("env-before-read-docs", on_env_before_read_docs)
     app.connect("doctree-read", on_doctree_read)
     app.connect("env-get-outdated", reread_pages_with_problems)

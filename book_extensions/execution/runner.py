@@ -38,11 +38,13 @@ language is the same execution, and gets its outputs under its own source.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import ctypes
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -115,9 +117,59 @@ class CheckedClient(NotebookClient):
 
     output_limit = Integer(None, allow_none=True, help="the most characters a code cell may show")
 
-    # The kernel's process, as jupyter_client's local provisioner launched it (subprocess.Popen):
-    # set when the notebook starts. Its exit code outlives the provisioner's hold on it.
-    kernel_process: subprocess.Popen | None = None
+    # The kernel's process, found when the notebook starts (:meth:`kernel_started`).
+    kernel: psutil.Process | None = None
+    # A dead kernel's exit code, read when nbclient reports the error (:meth:`kernel_failed`).
+    kernel_exit_code: int | None = None
+    # The signal (SIGINT or SIGTERM) that stopped the page, if one did (:meth:`stop`).
+    stopped_by: int | None = None
+
+    async def async_start_new_kernel(self, **kwargs) -> None:
+        """Start the kernel, the book's handlers of SIGINT and SIGTERM in place.
+
+        They replace nbclient's, which it adds just before (and removes, with these, when the
+        page ends): nbclient's shut the kernel down and turn the interrupt into an ordinary
+        error, which would report an interrupted page as a failing one.
+        """
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with suppress(NotImplementedError, RuntimeError):  # no signals here (Windows, another thread)
+                loop.add_signal_handler(signum, self.stop, signum)
+        await super().async_start_new_kernel(**kwargs)
+
+    def stop(self, signum: int) -> None:
+        """Ctrl-C or SIGTERM: the page ends here (its kernel killed; once it has started,
+        if it is starting) and the build stops (:meth:`PageRunner.execute`)."""
+        self.stopped_by = signum
+        self.kill_kernel()
+
+    def kernel_started(self) -> psutil.Process | None:
+        """The notebook starts (nbclient's on_notebook_start): the kernel's process is this
+        process's child whose command line names the kernel's connection file (every kernel
+        spec passes it); it is killed if the page was stopped while it started."""
+        self.kernel = None
+        for child in psutil.Process().children():
+            with suppress(psutil.Error):  # one that ended meanwhile
+                if self.km.connection_file in child.cmdline():
+                    self.kernel = child
+                    break
+        if self.stopped_by is not None:
+            # nbclient waits for the kernel's first reply next, checking whether it lives
+            # at this interval (5 s): notice it dead within a second.
+            self.shell_timeout_interval = 1
+            self.kill_kernel()
+        return self.kernel
+
+    def kill_kernel(self) -> None:
+        if self.kernel is not None:
+            with suppress(psutil.Error):  # gone already
+                self.kernel.kill()
+
+    async def kernel_failed(self, notebook) -> None:
+        """nbclient's on_notebook_error (a dead kernel, among others), which comes before it
+        cleans up after the kernel: the provisioner still has the kernel's exit code."""
+        with suppress(Exception):  # no exit code to report is reported as unknown
+            self.kernel_exit_code = await self.km.provisioner.poll()
 
     def reset_execution_trackers(self) -> None:
         super().reset_execution_trackers()
@@ -142,8 +194,7 @@ class CheckedClient(NotebookClient):
             if size > self.output_limit:
                 outs.remove(out)
                 self.over_limit = (cell_index, size)
-                if self.kernel_process is not None:
-                    self.kernel_process.kill()
+                self.kill_kernel()
                 return None
         return out
 
@@ -347,8 +398,11 @@ class PageRunner:
             processes.cell_ended(cell_index)
 
         def on_notebook_start(notebook) -> None:
-            client.kernel_process = manager.provisioner.process
-            processes.kernel_pid = client.kernel_process.pid
+            kernel = client.kernel_started()
+            processes.kernel_pid = kernel.pid if kernel is not None else None
+
+        async def on_notebook_error(notebook) -> None:
+            await client.kernel_failed(notebook)
 
         before = self.source_state()
         started = time.perf_counter()
@@ -370,6 +424,7 @@ class PageRunner:
                 allow_errors=True,
                 record_timing=False,
                 on_notebook_start=on_notebook_start,
+                on_notebook_error=on_notebook_error,
                 on_cell_start=on_cell_start,
                 on_cell_executed=on_cell_executed,
                 resources={"metadata": {"path": str(work)}},
@@ -389,22 +444,23 @@ class PageRunner:
             except CellTimeoutError:
                 result.error = "CellTimeoutError"
             except DeadKernelError:
-                code = client.kernel_process.poll() if client.kernel_process is not None else None
+                code = client.kernel_exit_code
                 result.error = "DeadKernelError"
                 result.detail = f"exit code {code}" if code is not None else "exit code unknown"
                 last = [line for line in kernel_log.read_text(errors="replace").splitlines() if line.strip()]
                 if last:
                     result.detail += f": {last[-1].strip()}"
             except Exception as error:  # noqa: BLE001 - reported with the page, never a crash
-                if getattr(client, "_async_cleanup_kernel_future", None) is not None:
-                    # nbclient caught Ctrl-C (or SIGTERM) and shut the kernel down: stop the build.
-                    raise KeyboardInterrupt from error
                 result.error = type(error).__name__
                 result.detail = (str(error).strip().splitlines() or [""])[0]
             finally:
                 # Before the sources are compared: a process left running cannot write later,
                 # when another page would be blamed.
                 left = processes.stop_the_rest(running.get("cell", 0))
+        if client.stopped_by is not None:
+            # Ctrl-C or SIGTERM killed the kernel (CheckedClient.stop): however the page
+            # ended, it did not fail; the build stops.
+            raise KeyboardInterrupt
         result.seconds = time.perf_counter() - started
         result.cell = running.get("cell") if result.error else None
         refusal = client.refusal()

@@ -15,7 +15,7 @@ help:
 	@echo "make pdf        the whole book as PDF, one per language, into _build/$(DEVICE)/offline/"
 	@echo "make epub       the whole book as EPUB, one per language, checked by EPUBCheck"
 	@echo "make test       run the test suite on every core (all tiers but the scheduled one)"
-	@echo "make unit       run the unit tier: no build, no browser (about a minute)"
+	@echo "make unit       run the unit tier: no build, no browser (about 20 s)"
 	@echo "make serve      live preview (LANG_=zh for Chinese)"
 	@echo "make parity     check that the languages have the same pages, code and structure"
 	@echo "make bench      build timings and execution counts"

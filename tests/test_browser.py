@@ -7,6 +7,7 @@ counted as a failure. Screenshots land in _build/screenshots/ as artifacts.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from books import SCREENSHOTS
@@ -47,7 +48,7 @@ def test_the_language_switch_keeps_the_page_and_the_section(page):
     ("zh", "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.", "error-atlas.html"),
 ])
 def test_search_finds_the_chapter(page, language, query, expected):
-    visit(page, f"/{language}/search.html?q={query}")
+    visit(page, f"/{language}/search.html?{urlencode({'q': query})}")
     page.wait_for_selector("#search-results ul.search li", timeout=15000)
     found = page.locator("#search-results ul.search li a").evaluate_all("links => links.map(a => a.href)")
     assert any(href.split("?")[0].split("#")[0].endswith(f"/{expected}") for href in found), found[:10]

@@ -205,3 +205,20 @@ def test_each_build_has_a_page_executor_of_its_own(tmp_path):
     assert build.written_by_other_pages("page-b") == {f"{ROOT}/README.md"}
     before, after = {f"{ROOT}/a": (1, 1)}, {f"{ROOT}/a": (2, 1), f"{ROOT}/b": (1, 1)}
     assert build.changed_sources(before, after, {f"{ROOT}/b"}) == ["a"]
+
+
+def test_a_compiled_catalog_that_is_not_its_po_is_compiled_again_whatever_its_time(tmp_path):
+    # A .po restored with an older time (cp -p, tar) must not leave the .mo of another text.
+    import os
+    from types import SimpleNamespace
+
+    from book_extensions.configuration import languages
+
+    catalogs = languages.compile_catalogs(SimpleNamespace(doctreedir=str(tmp_path)))
+    compiled = sorted(catalogs.rglob("*.mo"))
+    assert compiled
+    good = compiled[0].read_bytes()
+    compiled[0].write_bytes(b"stale")
+    os.utime(compiled[0], (4_000_000_000, 4_000_000_000))  # newer than any .po
+    languages.compile_catalogs(SimpleNamespace(doctreedir=str(tmp_path)))
+    assert compiled[0].read_bytes() == good

@@ -51,6 +51,7 @@ import argparse
 import ctypes
 import hashlib
 import importlib.metadata
+import io
 import json
 import os
 import signal
@@ -143,7 +144,7 @@ def misplaced_folder(args: argparse.Namespace) -> str | None:
 
 def compile_catalogs() -> None:
     """Compile each .po of the book's catalogs (conf.py's ``locale_dirs``) whose .mo beside it
-    is older, as Sphinx does when it starts (sphinx.po) and when its builder starts (all), but
+    is not what it compiles to, as Sphinx does when it starts (sphinx.po) and when its builder starts (all), but
     whole or not at all: Sphinx writes a .mo in place, where a build started meanwhile (the
     tests run several) would read half of it."""
     from babel.messages.mofile import write_mo
@@ -151,12 +152,15 @@ def compile_catalogs() -> None:
 
     for po in sorted((PACKAGE / "locale").glob("*/LC_MESSAGES/*.po")):
         mo = po.with_suffix(".mo")
-        if mo.exists() and mo.stat().st_mtime_ns >= po.stat().st_mtime_ns:
+        # By content, not by time: a .po restored with an older time (cp -p, tar) still counts.
+        compiled = io.BytesIO()
+        with po.open(encoding="utf8") as source:
+            write_mo(compiled, read_po(source, po.parents[1].name))
+        if mo.is_file() and mo.read_bytes() == compiled.getvalue():
             continue
         partial = mo.with_name(f"{mo.name}.{os.getpid()}.partial")
         try:
-            with po.open(encoding="utf8") as source, partial.open("wb") as out:
-                write_mo(out, read_po(source, po.parents[1].name))
+            partial.write_bytes(compiled.getvalue())
             os.replace(partial, mo)
         except OSError:  # a read-only tree: Sphinx says so, in one warning
             with suppress(OSError):

@@ -17,6 +17,7 @@ is written by the build driver once every language is built (:mod:`..site.root_f
 
 from __future__ import annotations
 
+import io
 from dataclasses import asdict
 from html import escape
 from pathlib import Path
@@ -151,10 +152,13 @@ def compile_catalogs(app: Sphinx) -> Path:
         if po.stem == "sphinx":
             continue
         mo = target / po.relative_to(PACKAGE / "locale").with_suffix(".mo")
-        if not mo.exists() or mo.stat().st_mtime < po.stat().st_mtime:
+        # By content, not by time: a .po restored with an older time (cp -p, tar) still counts.
+        compiled = io.BytesIO()
+        with po.open("rb") as source:
+            write_mo(compiled, read_po(source))
+        if not mo.is_file() or mo.read_bytes() != compiled.getvalue():
             mo.parent.mkdir(parents=True, exist_ok=True)
-            with po.open("rb") as source, mo.open("wb") as out:
-                write_mo(out, read_po(source))
+            mo.write_bytes(compiled.getvalue())
     return target
 
 

@@ -227,7 +227,7 @@ def rewrite_site(outdir: Path, record: Path | None = None) -> tuple[int, int, in
 
     With ``record`` (a file beside the doctrees), a page is rewritten only when it changed
     since this step last left it, or when what every page's rewrite reads changed (the
-    site's stylesheets and scripts): after a prose edit, Sphinx writes a few pages again and
+    site's stylesheets and scripts, this code): after a prose edit, Sphinx writes a few pages again and
     only those are redone; the others are already what this step would make of them."""
     static = outdir / "_static"
     # Each script read once: the book's own name classes; as in asset_trimming.trim_site, a
@@ -237,7 +237,9 @@ def rewrite_site(outdir: Path, record: Path | None = None) -> tuple[int, int, in
     scripts = [text for path, text in texts.items()
                if path.parent == static and (asset_trimming.OWN_SCRIPTS / path.name).exists()]
     every_script = "\n".join(texts.values())
-    inputs = hashlib.sha256(every_script.encode())
+    # This step's own code, and the trimming's it calls, count too.
+    inputs = hashlib.sha256(Path(__file__).read_bytes() + Path(asset_trimming.__file__).read_bytes())
+    inputs.update(every_script.encode())
     for path in sorted(outdir.rglob("*.css")):
         inputs.update(path.relative_to(outdir).as_posix().encode() + b"\0" + path.read_bytes())
     inputs = inputs.hexdigest()

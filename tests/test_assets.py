@@ -94,6 +94,71 @@ def test_font_awesome_keeps_only_the_icons_shown(trimmed):
     assert 0xF09B not in solid.getBestCmap() and len(icons) < 30
 
 
+def one_page_site(root):
+    (root / "_static" / "styles").mkdir(parents=True)
+    shutil.copy(THEME_STATIC / "styles" / "pydata-sphinx-theme.css", root / "_static" / "styles")
+    shutil.copytree(THEME_STATIC / "vendor", root / "_static" / "vendor")
+    shutil.copy(FIXTURES / "assets" / "page.html", root / "page.html")
+    return root
+
+
+def rebuilt(site):
+    """The theme's sheet as Sphinx copies it again on a rebuild (the trimmed copy overwritten)."""
+    shutil.copy(THEME_STATIC / "styles" / "pydata-sphinx-theme.css", site / "_static" / "styles")
+
+
+@pytest.fixture(scope="module")
+def trimmed_with_record(tmp_path_factory):
+    """A one-page site trimmed once, with the record a rebuild reads."""
+    root = tmp_path_factory.mktemp("recorded")
+    asset_trimming.trim_site(one_page_site(root / "site"), root / "trimmed.json")
+    return root
+
+
+@pytest.fixture
+def site_and_record(trimmed_with_record, tmp_path):
+    shutil.copytree(trimmed_with_record, tmp_path, dirs_exist_ok=True)
+    return tmp_path / "site", tmp_path / "trimmed.json"
+
+
+def test_a_rebuild_with_the_same_vocabulary_reuses_the_trimmed_sheets(site_and_record, monkeypatch):
+    site, record = site_and_record
+    sheet = site / "_static" / "styles" / "pydata-sphinx-theme.css"
+    first = sheet.read_bytes()
+    # A prose edit: other words, the same classes, ids and elements.
+    page = site / "page.html"
+    page.write_text(page.read_text(encoding="utf8").replace("</p>", " More prose.</p>", 1), encoding="utf8")
+    rebuilt(site)
+    calls = []
+    monkeypatch.setattr(asset_trimming, "parse", lambda *a: calls.append(a) or [])
+    asset_trimming.trim_site(site, record)
+    assert not calls and sheet.read_bytes() == first
+
+
+@pytest.mark.parametrize("change", ["new class", "damaged record", "subset font removed", "subset font changed"])
+def test_the_trimmed_sheets_are_made_again_when_an_input_or_the_record_changed(site_and_record, change):
+    site, record = site_and_record
+    sheet = site / "_static" / "styles" / "pydata-sphinx-theme.css"
+    font = site / "_static" / "vendor" / "fontawesome" / "webfonts" / "fa-solid-900.subset.woff2"
+    first = sheet.read_text(encoding="utf8")
+    page = site / "page.html"
+    if change == "new class":  # a page now holds a carousel: its rules must come back
+        page.write_text(page.read_text(encoding="utf8").replace("<body", '<body><div class="carousel-item"></div', 1),
+                        encoding="utf8")
+    elif change == "damaged record":
+        record.write_text(record.read_text(encoding="utf8")[:100], encoding="utf8")
+    elif change == "subset font removed":
+        font.unlink()
+    else:
+        font.write_bytes(b"not a font")
+    rebuilt(site)
+    asset_trimming.trim_site(site, record)
+    again = sheet.read_text(encoding="utf8")
+    assert (".carousel-item" in again and ".carousel-item" not in first) if change == "new class" else again == first
+    assert font.is_file() and font.read_bytes()[:4] == b"wOF2"
+    assert asset_trimming.reused(record, "?", site / "_static") is None
+
+
 def test_a_changed_script_the_keep_list_was_read_from_is_reported():
     moved = upstream.Workaround("ours.py", "why", "until", read=("sphinx", "themes/basic/static/searchtools.js", "0" * 16))
     (found,) = upstream.problems([moved])

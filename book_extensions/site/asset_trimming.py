@@ -23,7 +23,10 @@ before it paints anything. After an html build, each language's copies are rewri
 
 Only the third-party sheets in :data:`TRIMMED` are touched; the book's own
 (``book*.css``) stay whole, and the string literals of its own scripts count as classes
-they may add. The editions' builders (singlehtml, epub) are left alone.
+they may add. The editions' builders (singlehtml, epub) are left alone. The trimmed sheets
+are kept in the doctrees with the digest of everything trimming read (:data:`TRIM_RECORD`),
+so a rebuild whose pages hold the same classes, ids and elements writes them again without
+parsing a stylesheet.
 ``tests/test_assets.py`` trims the theme's sheet against a fixture page and checks what
 stays and what goes; that nothing visible changed was checked by comparing screenshots
 of the site built with and without this step (issue 20's note).
@@ -35,6 +38,8 @@ brackets are the parser's business, whitespace stays as tinycss2 gives it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -416,8 +421,12 @@ def site_scripts(outdir: Path) -> list[Path]:
                   if "_sources" not in path.parts and path.name not in SEARCH_DATA)
 
 
-def trim_site(outdir: Path) -> dict[str, tuple[int, int]]:
-    """Trim the sheets of :data:`TRIMMED` in ``outdir``; {sheet: (bytes before, after)}."""
+def trim_site(outdir: Path, record: Path | None = None) -> dict[str, tuple[int, int]]:
+    """Trim the sheets of :data:`TRIMMED` in ``outdir``; {sheet: (bytes before, after)}.
+
+    With ``record`` (a file outside the site), the trimmed sheets are kept there with the
+    digest of everything trimming reads; a rebuild whose pages hold the same classes, ids
+    and elements (a prose edit) writes them again without parsing a stylesheet."""
     static = outdir / "_static"
     sheets = sorted({path for pattern in TRIMMED for path in static.glob(pattern)})
     if not sheets:
@@ -427,24 +436,76 @@ def trim_site(outdir: Path) -> dict[str, tuple[int, int]]:
            if (OWN_SCRIPTS / path.name).exists()]
     words = vocabulary(pages, own)
     before = {path: path.read_text(encoding="utf8") for path in sheets}
-    parsed = {path: keep_rules(parse(text), words) for path, text in before.items()}
+
     def read(paths) -> str:
         return "\n".join(path.read_text(encoding="utf8", errors="replace") for path in sorted(paths)
                          if path not in before)
 
     styles = read(static.rglob("*.css")) + "\n".join(re.findall(r"""\sstyle\s*=\s*"([^"]*)""", "\n".join(pages)))
     scripts = read(site_scripts(outdir))
-    prune_properties(parsed, styles + scripts)
-    # Fonts, animations and icons are named in stylesheets only (the scripts name classes).
-    used = "\n".join([styles, *(usage_text(nodes) for nodes in parsed.values())])
-    codepoints = characters(used)
+    key = inputs_key(static, before, words, styles, scripts)
+    trimmed = reused(record, key, static)
+    if trimmed is None:
+        parsed = {path: keep_rules(parse(text), words) for path, text in before.items()}
+        prune_properties(parsed, styles + scripts)
+        # Fonts, animations and icons are named in stylesheets only (the scripts name classes).
+        used = "\n".join([styles, *(usage_text(nodes) for nodes in parsed.values())])
+        codepoints = characters(used)
+        trimmed = {path.relative_to(static).as_posix():
+                   serialize(subset_icon_fonts(prune_at_rules(without_empty(nodes), used), path, codepoints))
+                   for path, nodes in parsed.items()}
+        remember(record, key, static, trimmed)
     sizes = {}
-    for path, nodes in parsed.items():
-        nodes = subset_icon_fonts(prune_at_rules(without_empty(nodes), used), path, codepoints)
-        text = serialize(nodes)
-        path.write_text(text, encoding="utf8")
-        sizes[path.relative_to(static).as_posix()] = (len(before[path].encode()), len(text.encode()))
+    for path in sheets:
+        name = path.relative_to(static).as_posix()
+        path.write_text(trimmed[name], encoding="utf8")
+        sizes[name] = (len(before[path].encode()), len(trimmed[name].encode()))
     return sizes
+
+
+def inputs_key(static: Path, before: dict[Path, str], words: Vocabulary, styles: str, scripts: str) -> str:
+    """The digest of everything trimming reads, this module's code included."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    parts = [*(f"{path.relative_to(static).as_posix()}\0{text}" for path, text in sorted(before.items())),
+             " ".join(sorted(words.classes)), " ".join(sorted(words.ids)), " ".join(sorted(words.elements)),
+             styles, scripts]
+    for part in parts:
+        digest.update(part.encode() + b"\0\1")
+    return digest.hexdigest()
+
+
+def subset_fonts(static: Path, trimmed: dict[str, str]) -> dict[str, str]:
+    """The subset fonts the trimmed sheets point at, each with its digest (None if missing)."""
+    found = {}
+    for name, text in trimmed.items():
+        for match in URL.finditer(text):
+            if ".subset." in match.group(1):
+                font = ((static / name).parent / match.group(1)).resolve()
+                found[font.relative_to(static.resolve()).as_posix()] = (
+                    hashlib.sha256(font.read_bytes()).hexdigest() if font.is_file() else None)
+    return found
+
+
+def reused(record: Path | None, key: str, static: Path) -> dict[str, str] | None:
+    """The trimmed sheets of an earlier build of the same inputs, if its fonts are still there."""
+    try:
+        kept = json.loads(record.read_text(encoding="utf8")) if record else None
+        if kept and kept["key"] == key and subset_fonts(static, kept["sheets"]) == kept["fonts"]:
+            return kept["sheets"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # a damaged record: trimmed anew
+        pass
+    return None
+
+
+def remember(record: Path | None, key: str, static: Path, trimmed: dict[str, str]) -> None:
+    if record is not None:
+        partial = record.with_name(record.name + ".partial")
+        partial.write_text(json.dumps({"key": key, "sheets": trimmed, "fonts": subset_fonts(static, trimmed)}),
+                           encoding="utf8")
+        partial.replace(record)
+
+
+TRIM_RECORD = "book-trimmed-sheets.json"  # in the doctrees: never published
 
 
 def forget_trimmed_copies(app: Sphinx) -> None:
@@ -459,7 +520,7 @@ def forget_trimmed_copies(app: Sphinx) -> None:
 def trim_build(app: Sphinx, exception: Exception | None) -> None:
     if exception or app.builder.name != "html":
         return
-    sizes = trim_site(Path(app.outdir))
+    sizes = trim_site(Path(app.outdir), Path(app.doctreedir) / TRIM_RECORD)
     logger.info("trimmed stylesheets: " + ", ".join(
         f"{name} {old // 1024} KB -> {new // 1024} KB" for name, (old, new) in sizes.items()))
 

@@ -11,8 +11,18 @@ import time
 from pathlib import Path
 
 import pytest
-from books import (BOOK_BUILD_TIMEOUT, FIXTURES, ROOT, Build, book_cache, build_book, in_process_settings, in_process_sources,
-                   run_build, seed_repository_cache)
+from books import (
+    BOOK_BUILD_TIMEOUT,
+    FIXTURES,
+    ROOT,
+    Build,
+    book_cache,
+    build_book,
+    in_process_settings,
+    in_process_sources,
+    run_build,
+    seed_repository_cache,
+)
 from browsing import watched_page
 from filelock import FileLock
 from sphinx.testing.util import SphinxTestApp
@@ -89,7 +99,8 @@ def sphinx_book(make_app, tmp_path, fixture_cache):
         """The application, built (``run``: else only made, its extensions set up and configured)."""
         srcdir = in_process_sources(FIXTURES / name / "docs", tmp_path / name) / code
         app = make_app(builder, srcdir=srcdir, builddir=tmp_path / name / "_build" / code,
-                       confoverrides=in_process_settings(code, fixture_cache))
+                       confoverrides=in_process_settings(code, fixture_cache),
+                       warningiserror=True)  # as the driver's -W: a warning fails the build (statuscode 1)
         if not run:
             return app
         app.build()

@@ -70,6 +70,41 @@ def build_book(docs: Path, work: Path, builder: str = "html", *options: str,
     return run_build(docs, work, builder, *options, sphinx=sphinx, cache=cache, tz=tz)
 
 
+# conf.py of a fixture book built in the test's process: sphinx.testing reads the configuration
+# from the sources' folder, so this one runs the repository's (paths it names relative to the
+# repository made absolute).
+IN_PROCESS_CONF = """\
+__file__ = {conf!r}
+exec(compile(open(__file__, encoding="utf8").read(), __file__, "exec"))
+html_favicon = {root!r} + "/" + html_favicon
+book_results_dir = {root!r} + "/results"  # the settings' defaults, beside conf.py
+book_releases_file = {root!r} + "/torch-releases.txt"
+"""
+
+
+def in_process_sources(docs: Path, work: Path) -> Path:
+    """A copy of the fixture book ``docs`` in ``work`` (made once), each language's folder
+    with :data:`IN_PROCESS_CONF`, for sphinx.testing's app (tests/conftest.py's sphinx_book)."""
+    if os.environ.get("BOOK_TEST_TIER") == "unit":
+        raise AssertionError(f"a unit test builds {docs}: mark it fixture (tests/conftest.py, tiers)")
+    copy = work / "docs"
+    if not copy.exists():
+        shutil.copytree(docs, copy)
+        for folder in copy.iterdir():
+            if folder.is_dir():
+                (folder / "conf.py").write_text(IN_PROCESS_CONF.format(conf=str(ROOT / "conf.py"), root=str(ROOT)),
+                                                encoding="utf8")
+    return copy
+
+
+def in_process_settings(code: str, cache_root: Path) -> dict[str, str]:
+    """What the build driver passes Sphinx with -D for language ``code`` (on the CPU)."""
+    from book_extensions.configuration import settings
+
+    language = next(language for language in settings.read(ROOT).book_languages if language.code == code)
+    return {"language": language.sphinx, "book_device": "cpu", "book_cache_root": str(cache_root)}
+
+
 BOOK_BUILD_TIMEOUT = 900  # s: the real book from an empty cache takes about 3 min on 2 busy cores
 
 

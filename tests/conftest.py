@@ -11,9 +11,21 @@ import time
 from pathlib import Path
 
 import pytest
-from books import BOOK_BUILD_TIMEOUT, FIXTURES, ROOT, Build, book_cache, build_book, run_build, seed_repository_cache
+from books import (
+    BOOK_BUILD_TIMEOUT,
+    FIXTURES,
+    ROOT,
+    Build,
+    book_cache,
+    build_book,
+    in_process_settings,
+    in_process_sources,
+    run_build,
+    seed_repository_cache,
+)
 from browsing import watched_page
 from filelock import FileLock
+from sphinx.testing.util import SphinxTestApp
 
 from book_extensions.commands.chromium import CHROMIUM_FLAGS, chromium_path, serve
 
@@ -29,7 +41,7 @@ def tier_of(item) -> str:
     used = set(item.fixturenames)
     if "book" in used:
         return "browser"
-    if used & {"build_fixture", "fixture_cache", "run_example"}:
+    if used & {"build_fixture", "fixture_cache", "run_example", "sphinx_book"}:
         return "fixture"
     return "unit"
 
@@ -76,6 +88,26 @@ def build_fixture(tmp_path, fixture_cache):
     def build(name: str, builder: str = "html", *options: str, sphinx: tuple[str, ...] = ()) -> Build:
         return build_book(FIXTURES / name / "docs", tmp_path, builder, *options, sphinx=sphinx,
                           cache=fixture_cache)
+    return build
+
+
+@pytest.fixture
+def sphinx_book(make_app, tmp_path, fixture_cache):
+    """Build one language of a fixture book in this process, with sphinx.testing's app
+    (:func:`books.in_process_sources`): for the checks that do not test the build driver."""
+    def build(name: str, code: str, builder: str = "html", run: bool = True) -> SphinxTestApp:
+        """The application, built (``run``: else only made, its extensions set up and configured)."""
+        srcdir = in_process_sources(FIXTURES / name / "docs", tmp_path / name) / code
+        app = make_app(builder, srcdir=srcdir, builddir=tmp_path / name / "_build" / code,
+                       confoverrides=in_process_settings(code, fixture_cache),
+                       warningiserror=True)  # as the driver's -W: a warning fails the build (statuscode 1)
+        if not run:
+            return app
+        app.build()
+        # docutils' and Sphinx's registries are the process's: cleared for the next application,
+        # as make_app does when the test ends (the built app stays readable).
+        app.cleanup()
+        return app
     return build
 
 

@@ -103,7 +103,7 @@ def test_the_steps_after_a_build_are_declared_in_one_place():
                     and isinstance(node.args[0], ast.Constant) and node.args[0].value == "build-finished"):
                 connecting.append(path.relative_to(PACKAGE.parent).as_posix())
     assert connecting == ["book_extensions/site/post_build.py"]
-    names = [f"{step.__module__.rsplit('.', 1)[-1]}.{step.__name__}" for step in post_build.STEPS]
+    names = [step.name for step in post_build.STEPS]
     # The inline CSS comes from the trimmed sheets; the last check sees every file written.
     assert names.index("asset_trimming.trim_build") < names.index("first_paint.build_finished")
     assert names[-1] == "leaked_paths.check_build"

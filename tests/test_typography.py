@@ -11,9 +11,10 @@ from book_extensions.checks.typography import CONFIG, read_config
 SPACE = "(a space only next to Latin text or code)"
 
 
-def test_the_build_refuses_each_break_of_the_rules(build_fixture):
-    build = build_fixture("cjk_typography")
-    assert build.returncode != 0
+def test_the_build_refuses_each_break_of_the_rules(sphinx_book):
+    en, zh = sphinx_book("cjk_typography", "en"), sphinx_book("cjk_typography", "zh")
+    assert zh.statuscode != 0
+    output = en.warning.getvalue() + zh.warning.getvalue()
     expected = [
         ("zh/index.md:20", "a space between CJK text and '另一页'"),  # {doc} pulls in a CJK title
         ("zh/index.md:22", "a space between '另一页' and the CJK text after it"),
@@ -32,8 +33,8 @@ def test_the_build_refuses_each_break_of_the_rules(build_fixture):
         ("zh/index.md:48", "a section or chapter named in a sentence is quoted: “另一页”一章"),
         ("zh/index.md:50", "a line break inside Chinese text shows as a space"),
     ]
-    assert_reported(build.output, expected)
-    reported = [line for line in warnings_of(build.output) if "[book.typography]" in line or "[book.cjk_line_break]" in line]
+    assert_reported(output, expected)
+    reported = [line for line in warnings_of(output) if "[book.typography]" in line or "[book.cjk_line_break]" in line]
     # Nothing else: not the lines that follow the rules, not code or outputs, not English.
     assert len(reported) == len(expected), reported
     assert all("zh/index.md:" in line for line in reported)

@@ -131,9 +131,8 @@ def image_pages(app: Sphinx) -> dict[str, str]:
             for pages, name in app.env.images.values()}
 
 
-def check_build(app: Sphinx, exception: Exception | None) -> None:
-    if exception or app.builder.format != "html":  # html, singlehtml and epub publish
-        return
+def check_build(app: Sphinx) -> None:
+    # html, singlehtml and epub publish (post_build runs it after every HTML builder)
     outdir = Path(app.outdir)
     shown_on = image_pages(app)
     for rel, kind, around in leaks(outdir, machine_paths(app)):

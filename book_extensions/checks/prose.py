@@ -401,10 +401,11 @@ class TermList(SphinxDirective):
         self.env.note_dependency(str(path))
         terms = load_terms(path)
         language = Path(self.env.srcdir).name  # docs/<code>: the page's language
-        separator = message("terms_separator")
+        separator = message(self.config, "terms_separator")
         rows = [[nodes.strong(term.use, term.use), with_code(term.meaning_in(language)), separator.join(term.shown_variants())]
                 for term in terms]
-        return [table([message("terms_col_use"), message("terms_col_meaning"), message("terms_col_not")], rows,
+        return [table([message(self.config, "terms_col_use"), message(self.config, "terms_col_meaning"),
+                       message(self.config, "terms_col_not")], rows,
                       classes=["book-term-list"])]
 
 

@@ -107,9 +107,7 @@ def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None
     return problems
 
 
-def check_build(app: Sphinx, exception: Exception | None) -> None:
-    if exception or app.builder.format != "html":
-        return
+def check_build(app: Sphinx) -> None:
     own_host = urlsplit(app.config.book_base_url).netloc
     outdir = Path(app.outdir)
     # Scanning every page takes longer than a build that changed nothing; a page

@@ -3,7 +3,7 @@
 - :mod:`.settings`: every ``book_*`` setting (and the ``nb_*`` ones the book sets), declared,
   registered and checked in one place; the build driver and the tools read conf.py through it;
 - :mod:`.languages`: what depends on the language being built, hreflang links, the language
-  switch, and the book's message catalogs compiled for Sphinx;
+  switch, and the theme's catalog compiled for Sphinx;
 - :mod:`.messages`: the interface strings the extensions add, translated by gettext.
 
 Imports nothing: :mod:`.settings` runs where Sphinx is not imported yet (the build driver).

@@ -9,7 +9,7 @@ built separately from ``docs/<code>/`` into ``<site>/<code>/``. This module
   for each language plus ``x-default`` (absolute, percent-encoded addresses; none without
   a base URL, since search engines refuse relative ones), and a visible switch to the same
   page in the other languages (in the side bar and in the top bar);
-- compiles the book's catalogs (its own strings and the theme's gaps) for Sphinx.
+- compiles the book's catalog of the theme's gaps for Sphinx (:mod:`.messages` reads its own strings).
 
 The site's root page, which sends visitors to the language their browser prefers,
 is written by the build driver once every language is built (:mod:`..site.root_files`).
@@ -30,8 +30,7 @@ from sphinx.util import logging
 
 from ..paths import PACKAGE
 from ..site import search
-from . import messages
-from .messages import message
+from .messages import CATALOG, message
 from .settings import Language
 
 logger = logging.getLogger(__name__)
@@ -68,10 +67,10 @@ def configure_language(app: Sphinx, config: Config) -> None:
         # a phone without opening the site menu.
         "article_header_end": ["book-language-links.html", "article-header-buttons.html"],
         **config.html_theme_options,
-        "search_bar_text": message("search_placeholder"),
+        "search_bar_text": message(config, "search_placeholder"),
     }
-    config.nb_code_prompt_show = message("code_prompt_show")
-    config.nb_code_prompt_hide = message("code_prompt_hide")
+    config.nb_code_prompt_show = message(config, "code_prompt_show")
+    config.nb_code_prompt_hide = message(config, "code_prompt_hide")
     if not config.html_sidebars:
         config.html_sidebars = {"**": [
             "navbar-logo.html", "book-language-switch.html",
@@ -116,7 +115,7 @@ def add_language_links(app: Sphinx, pagename, templatename, context, doctree) ->
     here = current_language(app.config)
     context["book_alternates"] = [{**asdict(language), "href": href, "current": language == here}
                                   for language, href in links]
-    context["book_switch_label"] = message("switch_label")
+    context["book_switch_label"] = message(app.config, "switch_label")
 
 
 def source_pages(folder: Path, suffixes) -> list[str]:
@@ -143,13 +142,14 @@ def rewrite_when_other_languages_change(app: Sphinx, env, added, changed, remove
 
 def compile_catalogs(app: Sphinx) -> Path:
     """Compile the .po files of locale/ into the doctree folder and return it; but
-    sphinx.po, which Sphinx compiles itself (conf.py's ``locale_dirs``)."""
+    sphinx.po, which Sphinx compiles itself (conf.py's ``locale_dirs``), and book.po, which
+    :mod:`.messages` reads itself."""
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
 
     target = Path(app.doctreedir) / "book-locale"
     for po in (PACKAGE / "locale").rglob("*.po"):
-        if po.stem == "sphinx":
+        if po.stem in ("sphinx", CATALOG):
             continue
         mo = target / po.relative_to(PACKAGE / "locale").with_suffix(".mo")
         # By content, not by time: a .po restored with an older time (cp -p, tar) still counts.
@@ -167,7 +167,6 @@ def setup(app: Sphinx) -> None:
     # for the theme's domain; Sphinx's own domain comes from conf.py's locale_dirs.
     catalogs = compile_catalogs(app)
     app.add_message_catalog("booktheme", str(catalogs))
-    messages.use_catalog(catalogs, app.config.language)  # the book's own strings
     search.setup(app)  # the search language, ranking and search box: site/search.py
     app.connect("config-inited", configure_language)
     app.connect("html-page-context", add_language_links)

@@ -1,15 +1,24 @@
 """The interface strings the book's extensions add, translated like the theme's: gettext.
 
 The English text is here, by key; each language's translation is in
-``locale/<language>/LC_MESSAGES/book.po`` (msgctxt is the key, msgid the English text),
-compiled with the theme's catalogs by :func:`.languages.compile_catalogs`. Every Sphinx
-run builds one language, so :func:`message` answers in the language being built
-(:func:`use_catalog`; English before, and outside Sphinx).
+``locale/<language>/LC_MESSAGES/book.po`` (msgctxt is the key, msgid the English text).
+:func:`message` answers in the language of the Sphinx application whose configuration it is
+given (English without one, outside Sphinx): nothing here remembers which language a process
+builds, so two applications in one process each get their own.
 Typography that is not a translation (separators) lives in conf.py's ``book_languages``.
 """
 
+from __future__ import annotations
+
 import gettext
-from pathlib import Path
+import io
+from functools import cache
+from typing import TYPE_CHECKING
+
+from ..paths import PACKAGE
+
+if TYPE_CHECKING:
+    from sphinx.config import Config
 
 CATALOG = "book"
 
@@ -87,21 +96,33 @@ ENGLISH = {
 }
 
 
-def message(key: str) -> str:
-    """The interface string ``key`` in the language being built."""
-    return pgettext(key, ENGLISH[key])
+def message(config: Config | None, key: str) -> str:
+    """The interface string ``key`` in the language that ``config`` (a Sphinx application's) builds."""
+    if config is None:
+        return ENGLISH[key]
+    return catalog(config.language).pgettext(key, ENGLISH[key])
 
 
-# The book catalog of the language being built (use_catalog); English until then.
-translation: gettext.NullTranslations = gettext.NullTranslations()
+def catalog(language: str | None) -> gettext.NullTranslations:
+    """The book catalog of ``language`` (a Sphinx language: "zh_CN"), or of its base language
+    ("zh"); English (no translation) if there is neither."""
+    for code in dict.fromkeys([language or "en", (language or "en").split("_")[0]]):
+        po = PACKAGE / "locale" / code / "LC_MESSAGES" / f"{CATALOG}.po"
+        if po.is_file():
+            stat = po.stat()
+            return compiled(po.as_posix(), stat.st_mtime_ns, stat.st_size)
+    return gettext.NullTranslations()
 
 
-def use_catalog(folder: Path, language: str) -> None:
-    """Answer from the compiled ``book`` catalog of ``language`` in ``folder`` (English if none)."""
-    global translation
-    translation = gettext.translation(CATALOG, str(folder), languages=[language], fallback=True)
+@cache
+def compiled(po: str, mtime_ns: int, size: int) -> gettext.GNUTranslations:
+    """A .po compiled in memory, as a .mo file would read (fuzzy entries left out): once per
+    version of the file (its time and size are part of the key), whichever build asks."""
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
 
-
-def pgettext(context: str, text: str) -> str:
-    # A gettext.GNUTranslations: contexts keep equal English apart.
-    return translation.pgettext(context, text)
+    data = io.BytesIO()
+    with open(po, "rb") as source:
+        write_mo(data, read_po(source))
+    data.seek(0)
+    return gettext.GNUTranslations(data)

@@ -146,7 +146,7 @@ def configure_epub(app: Sphinx, config: Config) -> None:
     # The NCX table of contents repeats the identifier as an XML name: one name for both.
     config.epub_identifier = config.epub_uid = f"{config.book_slug}-{language.code}"
     config.epub_contributor = config.author
-    config.epub_description = message("book_description")
+    config.epub_description = message(config, "book_description")
     config.epub_use_index = False  # the book has no index entries: an empty last page
     # Sphinx keeps the last build's info as .buildinfo.bak when the settings change.
     config.epub_exclude_files = [*config.epub_exclude_files, ".buildinfo.bak"]
@@ -176,14 +176,14 @@ def edition_links(app: Sphinx, docname: str) -> list[nodes.Node]:
         return []
     language = current_language(app.config)
     up = "../" * docname.count("/")
-    links: list[nodes.Node] = [nodes.Text(language.sentence_separator + message("whole_book"))]
+    links: list[nodes.Node] = [nodes.Text(language.sentence_separator + message(app.config, "whole_book"))]
     for index, path in enumerate(editions):
         if index:
             links.append(nodes.Text(language.list_separator))
         label = path.suffix[1:].upper()
         links.append(nodes.reference(label, label, refuri=f"{up}{OFFLINE}/{path.name}",
                                      classes=[f"book-{path.suffix[1:]}"]))
-    links.append(nodes.Text(message("full_stop")))
+    links.append(nodes.Text(message(app.config, "full_stop")))
     return links
 
 
@@ -195,7 +195,7 @@ def title_page_provenance(app: Sphinx, doctree: nodes.document, docname: str) ->
         return
     # The torch the pages' kernel imported, as the pages name it ({{ torch_version }}, set by
     # execution/page_execution.py): read from the settings, since that module imports this one.
-    text = message("edition_provenance").format(
+    text = message(app.config, "edition_provenance").format(
         torch=app.config.myst_substitutions["torch_version"], device=device_name(app.config.book_device),
         date=datetime.now(UTC).strftime("%Y-%m-%d"))
     title = next(doctree.findall(nodes.title), None)
@@ -264,9 +264,7 @@ def offline_builder_settings(app: Sphinx) -> None:
         app.config.html_scaled_image_link = False
 
 
-def copy_editions_into_site(app: Sphinx, exception) -> None:
-    if exception or app.builder.name != "html":
-        return
+def copy_editions_into_site(app: Sphinx) -> None:
     target = Path(app.outdir) / OFFLINE
     shutil.rmtree(target, ignore_errors=True)
     for path in built_editions(app):

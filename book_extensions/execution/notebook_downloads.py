@@ -41,16 +41,16 @@ def write_notebook(app: Sphinx, docname: str, notebook) -> None:
 
 def download_link(app: Sphinx, docname: str) -> list[nodes.Node]:
     """Links to the page's executed notebook: to download, and on Colab."""
-    text = message("download_notebook")
+    text = message(app.config, "download_notebook")
     # Percent-encoded, as Sphinx writes its own links: page names may hold spaces, or be Chinese.
     uri = "../" * docname.count("/") + quote(f"{NOTEBOOKS}/{docname}.ipynb")
     space = nodes.Text(current_language(app.config).sentence_separator)
-    full_stop = nodes.Text(message("full_stop"))
+    full_stop = nodes.Text(message(app.config, "full_stop"))
     links = [space.deepcopy(), nodes.reference(text, text, refuri=uri, classes=["book-notebook"]), full_stop.deepcopy()]
     if app.config.book_repository:
         code = Path(app.srcdir).name
         colab = (f"https://colab.research.google.com/github/{app.config.book_repository}"
                  f"/blob/notebooks/{quote(f'{code}/{docname}.ipynb')}")
-        text = message("open_in_colab")
+        text = message(app.config, "open_in_colab")
         links += [space.deepcopy(), nodes.reference(text, text, refuri=colab, classes=["book-colab"]), full_stop.deepcopy()]
     return links

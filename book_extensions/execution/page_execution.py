@@ -46,7 +46,7 @@ from ..paths import ROOT
 from ..records import release_changes
 from ..site.device_page import device_name
 from . import page_state, runner
-from .cache_key import KERNEL_STARTUP, Interpreter, KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
+from .cache_key import KERNEL_STARTUP, KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
 from .cell_checks import cell_line, check_cells, clean_outputs
 from .notebook_downloads import write_notebook
 
@@ -55,26 +55,24 @@ logger = logging.getLogger(__name__)
 DEVICES = ("cpu", "cuda")
 EXECUTIONS_FILE = "book-executions.json"
 
-# What the pages' kernel runs, as check_kernel() found it: set before any page is read.
-kernel: Interpreter | None = None
-
+# The pages' kernel runs the toolchain's Python and torch: configure_execution() refuses a
+# build whose kernel runs any other (check_kernel), so nothing about it is kept per build.
 
 def torch_version() -> str:
     """The torch the pages' kernel imports (the toolchain's, which a build checks)."""
-    return (kernel or toolchain()).torch
+    return toolchain().torch
 
 
 def python_version() -> str:
-    """The Python the pages' kernel runs."""
-    return (kernel or toolchain()).python
+    """The Python the pages' kernel runs (the toolchain's, which a build checks)."""
+    return toolchain().python
 
 
 def cache_path(config: Config) -> Path:
-    return cache_dir(Path(config.book_cache_root), config.book_device, kernel)
+    return cache_dir(Path(config.book_cache_root), config.book_device)
 
 
 def configure_execution(app: Sphinx, config: Config) -> None:
-    global kernel
     device = config.book_device
     if device not in DEVICES:
         raise ConfigError(f"book_device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -82,7 +80,7 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     # Before anything imports torch here: with a stub on PYTHONPATH, this process would get it too.
     # The build driver asks the same before it starts Sphinx; this is for sphinx-build run by hand.
     try:
-        kernel = check_kernel()
+        check_kernel()
     except KernelMismatch as error:
         raise ConfigError(str(error)) from None
     device_name(device)
@@ -105,7 +103,7 @@ def configure_execution(app: Sphinx, config: Config) -> None:
         Path(app.confdir), Path(app.srcdir).parent, limit=config.book_output_limit,
         build_folders=[Path(app.outdir), Path(app.doctreedir), Path(config.book_cache_root)],
         log=Path(app.doctreedir, "book-writes.log"))
-    app.book_page_runner.install()
+    runner.install_client()  # once per process: myst-nb's client for each page is the runner's of its build
     # Prose names the torch that built the page as {{ torch_version }}, never as a literal.
     config.myst_substitutions = {**config.myst_substitutions, "torch_version": torch_version()}
     if device != "cpu":
@@ -199,13 +197,19 @@ def report_failed_execution(app: Sphinx, docname: str, exec_data: dict) -> None:
 
 def provenance_note(app: Sphinx, exec_data: dict) -> nodes.paragraph:
     date = datetime.fromtimestamp(exec_data["mtime"], tz=UTC).strftime("%Y-%m-%d")
-    text = message("provenance").format(
+    text = message(app.config, "provenance").format(
         torch=torch_version(), device=device_name(app.config.book_device), date=date
     )
     return nodes.paragraph(text, text, classes=["book-provenance"])
 
 
+def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
+    # Sphinx parses the page next: myst-nb's client for it is this build's page executor's.
+    app.book_page_runner.reading(app.env.doc2path(docname))
+
+
 def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
+    runner.done_reading()
     env = app.env
     docname = env.docname
     exec_data = app.book_page_runner.executions.pop(str(Path(env.doc2path(docname))), None)
@@ -239,7 +243,7 @@ def on_env_before_read_docs(app: Sphinx, env, docnames: list[str]) -> None:
     env.book_read_now = sorted(docnames)
 
 
-def write_executions(app: Sphinx, exception: Exception | None) -> None:
+def write_executions(app: Sphinx) -> None:
     env = app.env
     read = getattr(env, "book_read_now", [])
     report = {
@@ -255,5 +259,6 @@ def setup(app: Sphinx) -> None:
     app.connect("config-inited", configure_execution)
     app.connect("builder-inited", build_files_are_not_sources, priority=600)
     app.connect("env-before-read-docs", on_env_before_read_docs)
+    app.connect("source-read", on_source_read)
     app.connect("doctree-read", on_doctree_read)
     app.connect("env-get-outdated", reread_pages_with_problems)

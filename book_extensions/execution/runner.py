@@ -50,6 +50,7 @@ import sys
 import tempfile
 import time
 from contextlib import suppress
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -480,21 +481,48 @@ class PageRunner:
             result.detail = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
         return result
 
-    def install(self) -> None:
-        """Make myst-nb run pages through PageClient, with this runner, in the "cache" execution mode."""
-        import myst_nb.sphinx_ as myst_nb_sphinx
+    def reading(self, source: Path | str) -> None:
+        """The build of this runner parses the page ``source`` now, in this thread: myst-nb's
+        client for it is PageClient with this runner (:func:`install_client`). Called when
+        Sphinx has read the page's source, just before it parses it; :func:`done_reading`
+        when the page is parsed."""
+        READING.set((self, str(source)))
 
-        # myst-nb's own, which an earlier build's runner may have replaced already.
-        original = getattr(myst_nb_sphinx.create_client, "book_replaced", myst_nb_sphinx.create_client)
 
-        def create_client(notebook, source, nb_config, logger, read_fmt=None):
-            if nb_config.execution_mode == "cache":
-                path = Path(source) if Path(source).is_file() else None
-                return PageClient(notebook, path, nb_config, logger, runner=self)
-            return original(notebook, source, nb_config, logger, read_fmt)
+# The page executor of the build that is parsing a page in this thread, and that page's source
+# (PageRunner.reading). Parallel readers are processes, each with its own copy.
+READING: ContextVar[tuple[PageRunner, str] | None] = ContextVar("book_page_reading", default=None)
 
-        create_client.book_replaced = original
-        myst_nb_sphinx.create_client = create_client
+
+def done_reading() -> None:
+    """The page being parsed is parsed: no page of a book's build is being parsed in this thread."""
+    READING.set(None)
+
+
+def install_client() -> None:
+    """Make myst-nb create PageClient for a page that a book's build is parsing, with that build's
+    runner (:meth:`PageRunner.reading`), in the "cache" execution mode; its own client otherwise.
+
+    myst-nb calls ``create_client``, an attribute of its module, so the replacement is one per
+    process (installed once, whichever build comes first); each call finds the build it serves
+    from the page being parsed in this thread, so two builds in one process never share a runner,
+    and a Sphinx application without the book's extensions gets myst-nb's client.
+    """
+    import myst_nb.sphinx_ as myst_nb_sphinx
+
+    if getattr(myst_nb_sphinx.create_client, "book_dispatch", False):
+        return
+    original = myst_nb_sphinx.create_client
+
+    def create_client(notebook, source, nb_config, logger, read_fmt=None):
+        noted = READING.get()
+        if noted is not None and noted[1] == str(source) and nb_config.execution_mode == "cache":
+            path = Path(source) if Path(source).is_file() else None
+            return PageClient(notebook, path, nb_config, logger, runner=noted[0])
+        return original(notebook, source, nb_config, logger, read_fmt)
+
+    create_client.book_dispatch = True
+    myst_nb_sphinx.create_client = create_client
 
 
 def cache_lock(cache_path: str) -> FileLock:

@@ -179,9 +179,9 @@ class Difference:
     template: str = ""  # the detail as a message key and its values, to say it in any language
     values: dict = field(default_factory=dict)
 
-    def described(self) -> str:
-        """The detail in the language being built."""
-        return message(self.template).format(**self.values) if self.template else self.detail
+    def described(self, config=None) -> str:
+        """The detail in the language ``config`` (a Sphinx application's) builds; English without one."""
+        return message(config, self.template).format(**self.values) if self.template else self.detail
 
     @property
     def fails(self) -> bool:

@@ -277,10 +277,10 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
             differing[release].append(number)
             printed.setdefault(as_text(old["outputs"]), []).append(release)
         for text, which in printed.items():
-            summary = message("release_printed").format(release=join(app.config, which))
+            summary = message(app.config, "release_printed").format(release=join(app.config, which))
             # A release that printed nothing there says so, instead of an empty box.
             shown = (marked_block(marked_words(text, as_text(outputs))) if text.strip()
-                     else nodes.paragraph("", "", nodes.inline("", message("releases_nothing"),
+                     else nodes.paragraph("", "", nodes.inline("", message(app.config, "releases_nothing"),
                                                                classes=["book-nothing"])))
             container += release_output("", release_summary(summary, summary), shown)
     if not others:
@@ -293,13 +293,13 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
             groups.setdefault(tuple(differing[release]), []).append(release)
     sentences = []
     if same:
-        sentences.append(message("releases_same").format(releases=join(app.config, same)))
+        sentences.append(message(app.config, "releases_same").format(releases=join(app.config, same)))
     for cells, which in groups.items():
         key = "releases_differ_one" if len(cells) == 1 else "releases_differ"
-        sentences.append(message(key).format(releases=join(app.config, which), count=len(cells)))
+        sentences.append(message(app.config, key).format(releases=join(app.config, which), count=len(cells)))
     for release in others:
         if unrecorded[release]:
-            sentences.append(message("releases_unrecorded").format(
+            sentences.append(message(app.config, "releases_unrecorded").format(
                 release=release, count=unrecorded[release]))
     separator = current_language(app.config).sentence_separator
     return [nodes.Text(separator + separator.join(sentences))]
@@ -309,14 +309,14 @@ def join(config, items: list[str]) -> str:
     """"a, b and c" in the language being built."""
     if len(items) == 1:
         return items[0]
-    return current_language(config).list_separator.join(items[:-1]) + message("list_and") + items[-1]
+    return current_language(config).list_separator.join(items[:-1]) + message(config, "list_and") + items[-1]
 
 
 class TorchReleases(SphinxDirective):
     """The recorded releases, and what changed between each consecutive pair."""
 
     def run(self) -> list[nodes.Node]:
-        say = lambda key, **values: message(key).format(**values)  # noqa: E731
+        say = lambda key, **values: message(self.config, key).format(**values)  # noqa: E731
         results, releases = settings(self.env.app)
         releases_file = Path(self.env.app.confdir, self.config.book_releases_file)
         note_records(self.env, results, releases, releases_file)
@@ -373,7 +373,7 @@ def resolve_cell_references(app: Sphinx, doctree: nodes.document, docname: str) 
     for node in list(doctree.findall(cell_reference)):
         page, cell = node["page"], node["cell"]
         title = app.env.titles[page].astext() if page in app.env.titles else page
-        text = message("releases_cell").format(page=title, cell=cell)
+        text = message(app.config, "releases_cell").format(page=title, cell=cell)
         if not node["link"]:
             node.replace_self(nodes.Text(text))
             continue

@@ -517,9 +517,7 @@ def forget_trimmed_copies(app: Sphinx) -> None:
             path.unlink()
 
 
-def trim_build(app: Sphinx, exception: Exception | None) -> None:
-    if exception or app.builder.name != "html":
-        return
+def trim_build(app: Sphinx) -> None:
     sizes = trim_site(Path(app.outdir), Path(app.doctreedir) / TRIM_RECORD)
     logger.info("trimmed stylesheets: " + ", ".join(
         f"{name} {old // 1024} KB -> {new // 1024} KB" for name, (old, new) in sizes.items()))

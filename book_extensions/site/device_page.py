@@ -53,7 +53,7 @@ class DeviceComparison(SphinxDirective):
         page_state.of(self.env).computed.add("device-comparison")
         cuda = load(results / "cuda.json")
         cpu = cpu_record_for(results, cuda)
-        say = lambda key, **values: nodes.paragraph("", message(key).format(**values))  # noqa: E731
+        say = lambda key, **values: nodes.paragraph("", message(self.config, key).format(**values))  # noqa: E731
         if cpu is None or cuda is None:
             return [say("devices_no_record" if cuda is None else "devices_no_cpu")]
         found = compare(cpu, cuda, current_digests(docs, reference))
@@ -68,9 +68,10 @@ class DeviceComparison(SphinxDirective):
         if stale:
             out.append(say("devices_stale", stale=len(stale)))
         if found:
-            header = [message(f"devices_col_{c}") for c in ("cell", "kind", "detail")]
+            header = [message(self.config, f"devices_col_{c}") for c in ("cell", "kind", "detail")]
             cell = lambda text: nodes.literal(text, text)  # noqa: E731
-            rows = [[cell(f"{d.page} #{d.cell}"), message(f"devices_kind_{d.kind}"), d.described()] for d in found]
+            rows = [[cell(f"{d.page} #{d.cell}"), message(self.config, f"devices_kind_{d.kind}"),
+                     d.described(self.config)] for d in found]
             out.append(table(header, rows))
         return out
 

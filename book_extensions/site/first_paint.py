@@ -274,8 +274,6 @@ def rewrite_site(outdir: Path, record: Path | None = None) -> tuple[int, int, in
     return count, rewritten, largest
 
 
-def build_finished(app: Sphinx, exception: Exception | None) -> None:
-    if exception or app.builder.name != "html":
-        return
+def build_finished(app: Sphinx) -> None:
     pages, rewritten, largest = rewrite_site(Path(app.outdir), Path(app.doctreedir) / RECORD)
     logger.info(f"first paint: {pages} pages ({rewritten} rewritten now), inline CSS at most {largest // 1024} KB")

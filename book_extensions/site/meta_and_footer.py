@@ -49,7 +49,7 @@ def add_description(app: Sphinx, pagename, templatename, context, doctree) -> No
     """
     # Pages Sphinx generates (search, index) have no doctree, and a page may have no
     # paragraph: they get the book's description (Lighthouse's SEO audit wants one on every page).
-    text = description(doctree) or message("book_description")
+    text = description(doctree) or message(app.config, "book_description")
     if text:
         context["meta"] = {**(context.get("meta") or {}), "og:description": text}
         context["metatags"] = context.get("metatags", "") + f'<meta name="description" content="{escape(text)}">\n'
@@ -72,7 +72,7 @@ def link(text: str, href: str) -> str:
 def add_footer(app: Sphinx, pagename, templatename, context, doctree) -> None:
     from urllib.parse import quote, urlencode
 
-    say = lambda key: message(key)  # noqa: E731
+    say = lambda key: message(app.config, key)  # noqa: E731
     licences = {kind: link(*LICENCES[kind]) for kind in LICENCES}
     footer = say("footer_licence").format(**licences)
     repository = app.config.book_repository
@@ -111,14 +111,12 @@ def drop_unused_catalogs(outdir: Path, language: str) -> None:
 MANIFEST = "book-site.json"
 
 
-def write_manifest(app: Sphinx, exception: Exception | None) -> None:
+def write_manifest(app: Sphinx) -> None:
     """What the site root needs from this language, beside its doctrees.
 
     The build driver assembles the root (language chooser, 404, robots.txt, sitemap)
     once every language is built: :mod:`.root_files`.
     """
-    if exception or app.builder.format != "html":
-        return
     outdir = Path(app.outdir)
     drop_unused_catalogs(outdir, app.config.language)
     language = current_language(app.config)
@@ -127,9 +125,9 @@ def write_manifest(app: Sphinx, exception: Exception | None) -> None:
     manifest = {
         "code": language.code,
         "base_url": app.config.book_base_url.rstrip("/"),
-        "root_title": message("root_title"),
-        "not_found": message("not_found"),
-        "not_found_link": message("not_found_link"),
+        "root_title": message(app.config, "root_title"),
+        "not_found": message(app.config, "not_found"),
+        "not_found_link": message(app.config, "not_found_link"),
     }
     Path(app.doctreedir, MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n",
                                               encoding="utf8")

@@ -3,13 +3,15 @@
 This is the book's one ``build-finished`` handler (no other module connects to that event),
 so the order below is the order they run in. It runs after the other extensions' handlers
 of that event (priority 900), myst-nb's among them: myst-nb copies its stylesheet there, and
-the stylesheets are trimmed after. Each step decides for itself whether the builder and the
-build's outcome concern it.
+the stylesheets are trimmed after. Each step declares the builds it concerns (which builders,
+and whether a failed build too); :func:`steps_for` chooses, and a step itself only works.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -19,16 +21,50 @@ from ..editions import offline_builders
 from ..execution import page_execution
 from . import asset_trimming, first_paint, meta_and_footer, search
 
+
+@dataclass(frozen=True)
+class Step:
+    """One step after the build, and the builds it runs after.
+
+    ``builder``: the one builder it concerns by name ("html": the web site, not the offline
+    editions' singlehtml and epub, which share its format); ``output_format``: the builders it
+    concerns by format ("html": every builder that writes HTML, the editions included);
+    neither: every builder. ``after_failure``: it also runs when the build failed.
+    """
+
+    run: Callable[[Sphinx], None]
+    builder: str | None = None
+    output_format: str | None = None
+    after_failure: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.run.__module__.rsplit('.', 1)[-1]}.{self.run.__name__}"
+
+    def concerns(self, builder_name: str, builder_format: str, failed: bool) -> bool:
+        return ((self.after_failure or not failed)
+                and self.builder in (None, builder_name)
+                and self.output_format in (None, builder_format))
+
+
+# The web site's builder, and every builder that writes HTML (the site, singlehtml, epub).
+SITE, HTML = {"builder": "html"}, {"output_format": "html"}
+
 STEPS = (
-    search.write_counts,  # the word counts the in-browser ranking reads
-    page_execution.write_executions,  # which pages this build read and executed
-    offline_builders.copy_editions_into_site,  # the PDF and EPUB built from these sources
-    remote_loads.check_build,  # no page loads anything from another host
-    meta_and_footer.write_manifest,  # what the site root needs from this language
-    asset_trimming.trim_build,  # the themes' stylesheets cut to the rules the pages use
-    first_paint.build_finished,  # those rules inline in each page, its head scripts deferred
-    leaked_paths.check_build,  # last: no published file shows a build machine's folders
+    Step(search.write_counts, **HTML),  # the word counts the in-browser ranking reads (builders with a search index)
+    Step(page_execution.write_executions, after_failure=True),  # which pages this build read and executed
+    Step(offline_builders.copy_editions_into_site, **SITE),  # the PDF and EPUB built from these sources
+    Step(remote_loads.check_build, **HTML),  # no page loads anything from another host
+    Step(meta_and_footer.write_manifest, **HTML),  # what the site root needs from this language
+    Step(asset_trimming.trim_build, **SITE),  # the themes' stylesheets cut to the rules the pages use
+    Step(first_paint.build_finished, **SITE),  # those rules inline in each page, its head scripts deferred
+    Step(leaked_paths.check_build, **HTML),  # last: no published file shows a build machine's folders
 )
+
+
+def steps_for(builder_name: str, builder_format: str, failed: bool) -> list[Step]:
+    """The steps that run after a build by that builder, in their order."""
+    return [step for step in STEPS if step.concerns(builder_name, builder_format, failed)]
 
 
 logger = logging.getLogger(__name__)
@@ -36,10 +72,10 @@ logger = logging.getLogger(__name__)
 
 def finish(app: Sphinx, exception: Exception | None) -> None:
     took = []
-    for step in STEPS:
+    for step in steps_for(app.builder.name, app.builder.format, failed=exception is not None):
         started = time.perf_counter()
-        step(app, exception)
-        took.append(f"{step.__module__.rsplit('.', 1)[-1]}.{step.__name__} {time.perf_counter() - started:.2f} s")
+        step.run(app)
+        took.append(f"{step.name} {time.perf_counter() - started:.2f} s")
     logger.verbose("after the build: " + ", ".join(took))  # shown with -v: what `bench` is made of
 
 

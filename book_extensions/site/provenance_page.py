@@ -66,7 +66,7 @@ def reading_order(env) -> list[str]:
 
 
 def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    say = lambda key, **values: message(key).format(**values)  # noqa: E731
+    say = lambda key, **values: message(app.config, key).format(**values)  # noqa: E731
     for placeholder in list(doctree.findall(provenance_placeholder)):
         versions = [[name, torch_version() if name == "torch" else importlib.metadata.version(name)]
                     for name in PACKAGES]

@@ -218,9 +218,9 @@ def page_entry(counts: Counter, quotes: list[list[str]]) -> dict:
     return {**entry, "quotes": quotes} if quotes else entry
 
 
-def write_counts(app: Sphinx, exception: Exception | None) -> None:
-    pages = builder_counts(app) if exception is None else None
-    if pages is None:
+def write_counts(app: Sphinx) -> None:
+    pages = builder_counts(app)
+    if pages is None:  # a builder without a search index (singlehtml, epub)
         return
     indexed = {name for name, title in app.builder.indexer._titles.items() if title}
     for name in sorted(indexed - set(pages)):

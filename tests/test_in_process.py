@@ -1,0 +1,87 @@
+"""The extensions checked in the test's own process (sphinx.testing, as MyST-NB's tests do):
+what they decide per Sphinx application, with no state shared between two applications of one
+process, and the checks that do not need the build driver. The driver's own guarantees (sticky
+failures, publishing, locks, signals) are tested through it: test_build_driver.py, test_gates.py."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from book_extensions.configuration.messages import ENGLISH, message
+from book_extensions.execution import runner
+from book_extensions.execution.page_execution import EXECUTIONS_FILE
+from book_extensions.site import post_build
+
+STEP_NAMES = [step.name for step in post_build.STEPS]
+
+
+def names(builder: str, output_format: str, failed: bool = False) -> list[str]:
+    return [step.name for step in post_build.steps_for(builder, output_format, failed)]
+
+
+@pytest.mark.unit
+def test_the_pipeline_chooses_the_steps_of_each_build():
+    # The web site gets every step, in the declared order.
+    assert names("html", "html") == STEP_NAMES
+    # The offline editions' builders write HTML too: checked, but neither trimmed nor given the
+    # editions; singlehtml and epub have no search index (write_counts finds none: a no-op).
+    edition = ["search.write_counts", "page_execution.write_executions", "remote_loads.check_build",
+               "meta_and_footer.write_manifest", "leaked_paths.check_build"]
+    assert names("singlehtml", "html") == names("epub", "html") == edition
+    # Any other builder, and a failed build of any builder: only the record of what was read.
+    for builder, output_format in (("doctest", ""), ("dummy", ""), ("latex", "latex"), ("html", "html"), ("epub", "html")):
+        assert names(builder, output_format, failed=True) == ["page_execution.write_executions"]
+    assert names("doctest", "") == ["page_execution.write_executions"]
+
+
+@pytest.mark.unit
+def test_messages_answer_in_the_language_of_the_configuration_they_are_given():
+    english, chinese = SimpleNamespace(language="en"), SimpleNamespace(language="zh_CN")
+    # Asked in turn, neither language sticks: nothing remembers the last one.
+    for _ in range(2):
+        assert message(english, "not_found") == ENGLISH["not_found"] == message(None, "not_found")
+        assert message(chinese, "not_found") != ENGLISH["not_found"]
+        assert message(chinese, "full_stop") == "。"
+    # A language without a catalog of the book's strings reads English.
+    assert message(SimpleNamespace(language="fr"), "not_found") == ENGLISH["not_found"]
+
+
+def page_text(app, page: str = "index") -> str:
+    return (app.outdir / f"{page}.html").read_text(encoding="utf8")
+
+
+def test_two_applications_in_one_process_keep_their_own_state(sphinx_book):
+    import myst_nb.sphinx_
+
+    # Both made (their extensions set up, their settings read) before either builds: what the
+    # second's setup chose must not be what the first builds with.
+    en = sphinx_book("in_process", "en", run=False)
+    zh = sphinx_book("in_process", "zh", run=False)
+    en.build()
+    zh.build()
+    # Each application's interface strings are in its own language, the first's after the second ran.
+    assert "Outputs on this page were produced by torch" in page_text(en)
+    assert "本页输出是在 CPU 上用 torch" in page_text(zh) and "Outputs on this page" not in page_text(zh)
+    assert message(en.config, "full_stop") == "." and message(zh.config, "full_stop") == "。"
+    # Each build has its own page executor: the first executed the page, the second took it
+    # from the cache they share, and neither's notebooks went to the other.
+    assert en.book_page_runner is not zh.book_page_runner
+    for app, executed in ((en, ["index"]), (zh, [])):
+        assert json.loads((app.doctreedir / EXECUTIONS_FILE).read_text())["executed"] == executed
+        assert app.book_page_runner.executions == {} and app.book_page_runner.executed_notebooks == {}
+    # myst-nb's client is replaced once, and outside a book's page it is myst-nb's own.
+    assert myst_nb.sphinx_.create_client.book_dispatch and runner.READING.get() is None
+    # Nothing to warn about, but that docutils' registries are the process's: the second
+    # application, made while the first was alive, found the nodes and directives registered.
+    assert en.warning.getvalue() == "", en.warning.getvalue()
+    assert all("already registered" in line for line in zh.warning.getvalue().splitlines()), zh.warning.getvalue()
+
+
+def test_the_pipeline_runs_after_a_builder_only_what_concerns_it(sphinx_book):
+    app = sphinx_book("in_process", "en", "dummy")
+    # The record of what was read is written after any builder; the site's steps are not.
+    assert json.loads((app.doctreedir / "book-executions.json").read_text())["read"] == ["index"]
+    assert not (app.doctreedir / "book-site.json").exists()

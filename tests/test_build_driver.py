@@ -314,3 +314,27 @@ def test_what_every_page_reads_besides_its_source_is_in_the_code_digest(tmp_path
     (confdir / "examples" / "program.py").write_text("print('version two')\n")
     digests.add(driver.code_digest(args, language))
     assert len(digests) == 4
+
+
+def test_pages_computed_from_every_page_are_read_again_only_when_code_changed(tmp_path, fixture_cache):
+    """The provenance and the device comparison show every page: a prose or title edit reads
+    one page and writes them again (the new title shown); a code edit reads them again."""
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "computed_pages" / "docs", docs)
+    chapter = docs / "en" / "chapter.md"
+
+    def build():
+        done = build_book(docs, tmp_path, "html", "--language", "en", cache=fixture_cache)
+        assert done.returncode == 0, done.output
+        return done
+
+    assert read_pages(build()) == ["chapter", "devices", "index", "provenance"]
+    chapter.write_text(chapter.read_text(encoding="utf8").replace("Some prose.", "Other prose."), encoding="utf8")
+    assert read_pages(build()) == ["chapter"]
+    chapter.write_text(chapter.read_text(encoding="utf8").replace("# A chapter", "# A renamed chapter"),
+                       encoding="utf8")
+    renamed = build()
+    assert read_pages(renamed) == ["chapter"]
+    assert "A renamed chapter" in (renamed.site() / "en" / "provenance.html").read_text(encoding="utf8")
+    chapter.write_text(chapter.read_text(encoding="utf8").replace("print(1 + 1)", "print(2 + 2)"), encoding="utf8")
+    assert read_pages(build()) == ["chapter", "devices"]

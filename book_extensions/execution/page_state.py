@@ -3,11 +3,20 @@
 One Sphinx ``EnvironmentCollector`` (as myst-nb keeps its execution data): a record
 per page, dropped when the page is read again or removed, and merged back from
 parallel readers, so no extension keeps loose sets on the environment.
+
+Pages computed from every page (the provenance, the device comparison, the releases'
+changes: their ``computed`` directives) are written again by every build that reads a page,
+for the titles and this build's record they show; they are read again only when what they
+compute from changed: a record, or the code of some page, which they follow through
+:data:`PAGES_CODE` rather than the pages themselves, so a prose edit does not read them again.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
@@ -41,6 +50,39 @@ def computing(env: BuildEnvironment, directive: str) -> list[str]:
     return sorted(d for d, state in every(env).items() if directive in state.computed)
 
 
+# In the doctrees: the code cells of the reference language's pages, rewritten only when
+# they change, so that its time moves only then (Sphinx compares a dependency's time).
+PAGES_CODE = "book-pages-code.json"
+CODE_CELL = re.compile(r"^(?P<fence>`{3,}|~{3,})\{code-cell\}.*?^(?P=fence)[ \t]*$", re.S | re.M)
+
+
+def note_every_page_code(env: BuildEnvironment) -> None:
+    """The page being read depends on the code of every page (and on nothing else of them)."""
+    env.note_dependency(str(Path(env.doctreedir) / PAGES_CODE))
+
+
+def write_pages_code(app: Sphinx) -> None:
+    reference = Path(app.srcdir).parent / app.config.book_languages[0].code
+    code = {page.relative_to(reference).as_posix(): [cell.group(0) for cell in CODE_CELL.finditer(
+                page.read_text(encoding="utf8", errors="replace"))]
+            for page in sorted(reference.rglob("*.md"))}
+    text = json.dumps(code, ensure_ascii=False, sort_keys=True, indent=0)
+    target = Path(app.doctreedir) / PAGES_CODE
+    try:
+        if target.read_text(encoding="utf8") == text:
+            return
+    except OSError:
+        pass
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_text(text, encoding="utf8")
+    partial.replace(target)
+
+
+def rewrite_computed_pages(app: Sphinx, env: BuildEnvironment) -> list[str]:
+    return sorted(d for d, state in every(env).items() if state.computed)
+
+
 class PageStateCollector(EnvironmentCollector):
     def clear_doc(self, app: Sphinx, env: BuildEnvironment, docname: str) -> None:
         every(env).pop(docname, None)
@@ -57,3 +99,5 @@ class PageStateCollector(EnvironmentCollector):
 
 def setup(app: Sphinx) -> None:
     app.add_env_collector(PageStateCollector)
+    app.connect("builder-inited", write_pages_code)
+    app.connect("env-get-updated", rewrite_computed_pages)

@@ -28,6 +28,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..configuration.languages import current_language
 from ..configuration.messages import message
+from ..execution import page_state
 from ..site.readable_layout import table
 from . import cell_records
 from .release_list import ReleasesError, listed
@@ -321,8 +322,8 @@ class TorchReleases(SphinxDirective):
         releases_file = Path(self.env.app.confdir, self.config.book_releases_file)
         note_records(self.env, results, releases, releases_file)
         docs = Path(self.env.srcdir).parent
-        for path in sorted((docs / self.config.book_languages[0].code).glob("*.md")):
-            self.env.note_dependency(str(path))
+        page_state.note_every_page_code(self.env)
+        page_state.of(self.env).computed.add("torch-releases")
         by_release = recorded(results, releases)
         out: list[nodes.Node] = []
         rows = [[r, by_release[r]["date"], by_release[r]["python"], str(sum(map(len, by_release[r]["pages"].values())))]

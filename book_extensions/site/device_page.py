@@ -47,9 +47,9 @@ class DeviceComparison(SphinxDirective):
         # Re-read when a record or any page's code changes. Sphinx counts a missing
         # file as changed on every build; records_appeared() covers those instead.
         reference = self.config.book_languages[0].code
-        for path in [*sorted(results.glob("*.json")), *sorted((docs / reference).rglob("*.md"))]:
-            if path.exists():
-                self.env.note_dependency(str(path))
+        for path in sorted(results.glob("*.json")):
+            self.env.note_dependency(str(path))
+        page_state.note_every_page_code(self.env)
         page_state.of(self.env).computed.add("device-comparison")
         cuda = load(results / "cuda.json")
         cpu = cpu_record_for(results, cuda)

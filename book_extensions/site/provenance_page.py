@@ -98,12 +98,7 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         ])
 
 
-def always_rewrite(app: Sphinx, env, added, changed, removed) -> list[str]:
-    return sorted(set(page_state.computing(env, "build-provenance")) - set(removed))
-
-
 def setup(app: Sphinx) -> None:
     app.add_node(provenance_placeholder)
     app.add_directive("build-provenance", BuildProvenance)
     app.connect("doctree-resolved", fill)
-    app.connect("env-get-outdated", always_rewrite)

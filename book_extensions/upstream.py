@@ -83,6 +83,19 @@ WORKAROUNDS = [
         signature="(notebook, source, nb_config, logger, read_fmt=None)",
     ),
     Workaround(
+        "book_extensions/execution/runner.py",
+        "CheckedClient puts the book's SIGINT/SIGTERM handlers in place of nbclient's by adding them in "
+        "async_start_new_kernel, which nbclient's async_setup_kernel calls just after adding its own (it "
+        "removes both when the page ends): nbclient's shut the kernel down and make an interrupted page an "
+        "ordinary failing one. That order is nbclient's code, not its documentation, and no setting or hook "
+        "comes between (on_notebook_start runs once the kernel answers: too late for a signal while it starts)",
+        "nbclient lets a client choose what SIGINT and SIGTERM do while a page runs",
+        internal=("nbclient.client:NotebookClient.async_setup_kernel",
+                  "nbclient.client:NotebookClient.async_start_new_kernel"),
+        signature=("(self, **kwargs)", "(self, **kwargs)"),
+        read=("nbclient", "client.py", "5a61fded74a94fd0"),
+    ),
+    Workaround(
         "book_extensions/kernel/startup.py",
         "ipykernel's private flush interval is raised so that what a cell prints arrives in one "
         "chunk: chunking by timing made outputs differ between runs, and no setting changes it "
@@ -117,6 +130,16 @@ WORKAROUNDS = [
         signature="(options)",
     ),
     Workaround(
+        "book_extensions/site/search.py",
+        "LazyChineseSearch calls itself English (language_name): Sphinx 9.0 names the browser's stemmer "
+        "'<language_name>Stemmer' but ships the English stemmer for Chinese, so 'ChineseStemmer is not "
+        "defined' stops every search (sphinx-doc/sphinx#14229). language_name is not among SearchLanguage's "
+        "documented attributes, and no setting names the stemmer",
+        "Sphinx names the stemmer after the file it ships (sphinx-doc/sphinx#14416, merged after 9.0.4)",
+        internal=("sphinx.search:SearchLanguage.language_name", "sphinx.search:IndexBuilder.get_js_stemmer_code"),
+        signature=("", "(self)"),
+    ),
+    Workaround(
         "book_extensions/execution/runner.py",
         "jupyter-cache cannot remove a damaged record: it commits a record before writing its notebook, "
         "crashes on a record whose notebook is missing or truncated, and only its database helpers "
@@ -134,11 +157,14 @@ WORKAROUNDS = [
         "calls Sphinx's (a wrapper with the same parameters), then counts the page's words with the "
         "private word collector that feed itself uses, so the counts hold the words of the search "
         "index by construction; the pages in the index are read from its private _titles (a page "
-        "without a title, or kept out of search, has none)",
+        "without a title, or kept out of search, has none), a page an earlier build indexed is counted "
+        "from its stored doctree (get_doctree), and the indexer is the html builder's (its indexer "
+        "attribute; a builder without search has none): none of these is documented",
         "Sphinx's search exposes the words of a page, or ranks results itself",
         internal=("sphinx.search:IndexBuilder._word_collector", "sphinx.search:IndexBuilder.feed",
-                  "sphinx.search:IndexBuilder._titles"),
-        signature=("(self, doctree)", "(self, docname, filename, title, doctree)", ""),
+                  "sphinx.search:IndexBuilder._titles", "sphinx.builders.html:StandaloneHTMLBuilder.indexer",
+                  "sphinx.environment:BuildEnvironment.get_doctree"),
+        signature=("(self, doctree)", "(self, docname, filename, title, doctree)", "", "", "(self, docname)"),
     ),
     Workaround(
         "book_extensions/templates/sbt-sidebar-nav.html, book_extensions/templates/toggle-primary-sidebar.html, "
@@ -164,16 +190,6 @@ WORKAROUNDS = [
         copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
     ),
     Workaround(
-        "book_extensions/templates/layout.html, book_extensions/templates/search.html",
-        "the book's <title> form: layout.html's htmltitle block replaces Sphinx's, whose <title> repeats "
-        "the site's title on a page of the same title (the home page) and which the search page writes "
-        "with another separator; search.html's replaces pydata-sphinx-theme's \"Search - <site>\": "
-        "neither has a setting for the <title>'s form",
-        "never: the title's form is the book's",
-        copied=(("sphinx", "themes/basic/layout.html", "f1a2b815cb29544b"),
-                ("pydata_sphinx_theme", "theme/pydata_sphinx_theme/search.html", "098d19aa34f7874c")),
-    ),
-    Workaround(
         "book_extensions/templates/layout.html",
         "its css block resolves the theme's \"auto\" mode to light or dark as pydata-sphinx-theme.js "
         "does when it runs: with the head's scripts deferred (site/first_paint.py) the page paints before "
@@ -184,35 +200,12 @@ WORKAROUNDS = [
               "73b151b7df2d9239"),
     ),
     Workaround(
-        "book_extensions/site/first_paint.py",
-        "documentation_options.js is inlined rather than deferred: pydata-sphinx-theme's layout assigns "
-        "to DOCUMENTATION_OPTIONS in inline head scripts, which cannot wait for a deferred one",
-        "Sphinx and the theme load their scripts deferred themselves",
-        read=("sphinx", "themes/basic/static/documentation_options.js.jinja", "ec5866733c7f79ad"),
-    ),
-    Workaround(
-        "book_extensions/site/readable_layout.py",
-        "every HTML code block goes through Sphinx's own visit_literal_block/depart_literal_block, "
-        "then the printed text it wrote gets break opportunities (<wbr>) between its tokens",
-        "never: Sphinx has no hook between highlighting a block and writing it",
-        internal="sphinx.writers.html5:HTML5Translator.visit_literal_block",
-        signature="(self, node)",
-    ),
-    Workaround(
         "book_extensions/static/book-search.js",
         "replaces searchtools' Search.query and _performSearch, calls its _parseQuery and _finishSearch, "
         "and clears the sphinx_highlight_terms it stores, to rank with BM25, link each result to its "
         "section and highlight whole words",
         "never: Sphinx's search offers no hook for ranking or excerpts",
         read=("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d"),
-    ),
-    Workaround(
-        "book_extensions/site/asset_trimming.py",
-        "myst-nb copies its stylesheet at build-finished without overwriting a changed copy (no setting "
-        "makes it), so the trimmed copy of the last build is removed when a build starts",
-        "myst-nb copies its stylesheet as Sphinx copies the themes' (force=True)",
-        internal="myst_nb.sphinx_ext:add_global_html_resources",
-        signature="(app, exception)",
     ),
     Workaround(
         "book_extensions/site/asset_trimming.py",
@@ -229,6 +222,14 @@ WORKAROUNDS = [
               ("sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
               ("sphinx", "themes/basic/static/sphinx_highlight.js", "c551409f6bae30d6"),
               ("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d")),
+    ),
+    Workaround(
+        "book_extensions/site/provenance_page.py",
+        "the provenance page lists the pages in the table of contents' order, read from the environment's "
+        "toctree_includes: Sphinx's documented environment API (found_docs, titles, metadata...) has no "
+        "order of the pages",
+        "Sphinx documents the order of the table of contents",
+        internal="sphinx.environment:BuildEnvironment.toctree_includes",
     ),
 ]
 

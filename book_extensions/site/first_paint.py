@@ -67,7 +67,9 @@ URL = re.compile(r"""url\(\s*(["']?)([^"')]+)\1\s*\)""")
 # left out first), and a script's top-level way of declaring one.
 JS_STRING = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`""")
 GLOBAL_NAME = re.compile(r"(?<![\w.$])[A-Za-z_$][\w$]*")
-DECLARES = r"(?:\b(?:const|let|var|function|class)\s+|\b(?:window|globalThis|self)\.)({names})\b(?!\s*\.)"
+JS_COMMENT = re.compile(r"/\*.*?\*/|(?<![:\\])//[^\n]*", re.S)
+DECLARATION = r"\b(?:const|let|var|function|class)\s+({names})\b"  # a global at the top level only
+GLOBAL_ASSIGNMENT = r"\b(?:window|globalThis)\.({names})\s*=(?!=)"  # anywhere
 IMPORT = re.compile(r"""^@import\s+(?:url\(\s*)?["']?([^"')\s]+)["']?\s*\)?\s*(.*)$""", re.S)
 
 # Beside the doctrees: what every page's rewrite read, and each page as this step left it.
@@ -196,9 +198,16 @@ def inline_globals(head: str) -> set[str]:
 
 
 def declares(script: str, names: set[str]) -> bool:
-    """Whether ``script`` declares one of ``names`` (``const NAME``, ``window.NAME =``...)."""
-    pattern = DECLARES.format(names="|".join(re.escape(name) for name in sorted(names)))
-    return bool(names) and re.search(pattern, JS_STRING.sub('""', script)) is not None
+    """Whether ``script`` declares one of ``names`` as a global: ``const NAME`` (``let``,
+    ``var``, ``function``, ``class``) outside every block, or ``window.NAME =``."""
+    if not names:
+        return False
+    code = JS_COMMENT.sub(" ", JS_STRING.sub('""', script))
+    alternatives = "|".join(re.escape(name) for name in sorted(names))
+    if re.search(GLOBAL_ASSIGNMENT.format(names=alternatives), code):
+        return True
+    return any(code.count("{", 0, match.start()) == code.count("}", 0, match.start())
+               for match in re.finditer(DECLARATION.format(names=alternatives), code))
 
 
 def defer_scripts(head: str, root: Path, page_dir: str) -> str:

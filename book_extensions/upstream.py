@@ -1,12 +1,25 @@
 """Every place where the book leans on another project's internals, or on a copy of its files.
 
-Each entry says where, why, and when it can go. :func:`problems` checks that every
-internal name still exists (a method, or an attribute that the class's own code sets on
-its instances), that a function we call, override or replace still takes the
-parameters we wrote against (its signature without type annotations), and that every
-copied file is still the version we copied (by digest), so that an upgrade that moves
-one fails ``tests/test_upstream.py`` with the entry's name, instead of quietly breaking
-a page.
+A lean is what an upgrade of another project may break without breaking its documented
+API: a private name, an undocumented attribute or behaviour (such as the order in which
+it calls our override), a copied file, a file whose contents we rely on. Documented API
+is none: Sphinx's events, template blocks (``htmltitle``, ``extrahead``...) and template
+variables, the environment's documented attributes (:data:`DOCUMENTED_ENV`), a node of
+the book's own with its visitors, a configuration value. Each entry says where, why no
+public way exists, and when it can go; there are at most 15 (``tests/test_upstream.py``).
+
+:func:`unlisted_leans` finds, in the package's source, the leans that no entry names: a
+private attribute or module of another project, an undocumented attribute of Sphinx's
+environment (one another extension sets, as ``env.mystnb_config``), another project's
+module or class changed, a function put in place of an object's attribute, ``sys.modules``
+changed, a class attribute of another project's class set in a subclass.
+
+:func:`problems` checks that every internal name still exists (a method, or an attribute
+that the class's own code sets on its instances), that a function we call, override or
+replace still takes the parameters we wrote against (its signature without type
+annotations), and that every copied or read file is still the version we wrote against
+(by digest), so that an upgrade that moves one fails ``tests/test_upstream.py`` with the
+entry's name, instead of quietly breaking a page.
 
     python -m book_extensions upstream     # list them, and what has changed
 """
@@ -14,6 +27,7 @@ a page.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import importlib
 import importlib.util
@@ -83,6 +97,19 @@ WORKAROUNDS = [
         signature="(notebook, source, nb_config, logger, read_fmt=None)",
     ),
     Workaround(
+        "book_extensions/execution/runner.py",
+        "CheckedClient puts the book's SIGINT/SIGTERM handlers in place of nbclient's by adding them in "
+        "async_start_new_kernel, which nbclient's async_setup_kernel calls just after adding its own (it "
+        "removes both when the page ends): nbclient's shut the kernel down and make an interrupted page an "
+        "ordinary failing one. That order is nbclient's code, not its documentation, and no setting or hook "
+        "comes between (on_notebook_start runs once the kernel answers: too late for a signal while it starts)",
+        "nbclient lets a client choose what SIGINT and SIGTERM do while a page runs",
+        internal=("nbclient.client:NotebookClient.async_setup_kernel",
+                  "nbclient.client:NotebookClient.async_start_new_kernel"),
+        signature=("(self, **kwargs)", "(self, **kwargs)"),
+        read=("nbclient", "client.py", "5a61fded74a94fd0"),
+    ),
+    Workaround(
         "book_extensions/kernel/startup.py",
         "ipykernel's private flush interval is raised so that what a cell prints arrives in one "
         "chunk: chunking by timing made outputs differ between runs, and no setting changes it "
@@ -117,6 +144,16 @@ WORKAROUNDS = [
         signature="(options)",
     ),
     Workaround(
+        "book_extensions/site/search.py",
+        "LazyChineseSearch calls itself English (language_name): Sphinx 9.0 names the browser's stemmer "
+        "'<language_name>Stemmer' but ships the English stemmer for Chinese, so 'ChineseStemmer is not "
+        "defined' stops every search (sphinx-doc/sphinx#14229). language_name is not among SearchLanguage's "
+        "documented attributes, and no setting names the stemmer",
+        "Sphinx names the stemmer after the file it ships (sphinx-doc/sphinx#14416, merged after 9.0.4)",
+        internal=("sphinx.search:SearchLanguage.language_name", "sphinx.search:IndexBuilder.get_js_stemmer_code"),
+        signature=("", "(self)"),
+    ),
+    Workaround(
         "book_extensions/execution/runner.py",
         "jupyter-cache cannot remove a damaged record: it commits a record before writing its notebook, "
         "crashes on a record whose notebook is missing or truncated, and only its database helpers "
@@ -134,11 +171,14 @@ WORKAROUNDS = [
         "calls Sphinx's (a wrapper with the same parameters), then counts the page's words with the "
         "private word collector that feed itself uses, so the counts hold the words of the search "
         "index by construction; the pages in the index are read from its private _titles (a page "
-        "without a title, or kept out of search, has none)",
+        "without a title, or kept out of search, has none), a page an earlier build indexed is counted "
+        "from its stored doctree (get_doctree), and the indexer is the html builder's (its indexer "
+        "attribute; a builder without search has none): none of these is documented",
         "Sphinx's search exposes the words of a page, or ranks results itself",
         internal=("sphinx.search:IndexBuilder._word_collector", "sphinx.search:IndexBuilder.feed",
-                  "sphinx.search:IndexBuilder._titles"),
-        signature=("(self, doctree)", "(self, docname, filename, title, doctree)", ""),
+                  "sphinx.search:IndexBuilder._titles", "sphinx.builders.html:StandaloneHTMLBuilder.indexer",
+                  "sphinx.environment:BuildEnvironment.get_doctree"),
+        signature=("(self, doctree)", "(self, docname, filename, title, doctree)", "", "", "(self, docname)"),
     ),
     Workaround(
         "book_extensions/templates/sbt-sidebar-nav.html, book_extensions/templates/toggle-primary-sidebar.html, "
@@ -164,16 +204,6 @@ WORKAROUNDS = [
         copied=("pydata_sphinx_theme", "theme/pydata_sphinx_theme/layout.html", "1f98508aa73a49d0"),
     ),
     Workaround(
-        "book_extensions/templates/layout.html, book_extensions/templates/search.html",
-        "the book's <title> form: layout.html's htmltitle block replaces Sphinx's, whose <title> repeats "
-        "the site's title on a page of the same title (the home page) and which the search page writes "
-        "with another separator; search.html's replaces pydata-sphinx-theme's \"Search - <site>\": "
-        "neither has a setting for the <title>'s form",
-        "never: the title's form is the book's",
-        copied=(("sphinx", "themes/basic/layout.html", "f1a2b815cb29544b"),
-                ("pydata_sphinx_theme", "theme/pydata_sphinx_theme/search.html", "098d19aa34f7874c")),
-    ),
-    Workaround(
         "book_extensions/templates/layout.html",
         "its css block resolves the theme's \"auto\" mode to light or dark as pydata-sphinx-theme.js "
         "does when it runs: with the head's scripts deferred (site/first_paint.py) the page paints before "
@@ -184,35 +214,12 @@ WORKAROUNDS = [
               "73b151b7df2d9239"),
     ),
     Workaround(
-        "book_extensions/site/first_paint.py",
-        "documentation_options.js is inlined rather than deferred: pydata-sphinx-theme's layout assigns "
-        "to DOCUMENTATION_OPTIONS in inline head scripts, which cannot wait for a deferred one",
-        "Sphinx and the theme load their scripts deferred themselves",
-        read=("sphinx", "themes/basic/static/documentation_options.js.jinja", "ec5866733c7f79ad"),
-    ),
-    Workaround(
-        "book_extensions/site/readable_layout.py",
-        "every HTML code block goes through Sphinx's own visit_literal_block/depart_literal_block, "
-        "then the printed text it wrote gets break opportunities (<wbr>) between its tokens",
-        "never: Sphinx has no hook between highlighting a block and writing it",
-        internal="sphinx.writers.html5:HTML5Translator.visit_literal_block",
-        signature="(self, node)",
-    ),
-    Workaround(
         "book_extensions/static/book-search.js",
         "replaces searchtools' Search.query and _performSearch, calls its _parseQuery and _finishSearch, "
         "and clears the sphinx_highlight_terms it stores, to rank with BM25, link each result to its "
         "section and highlight whole words",
         "never: Sphinx's search offers no hook for ranking or excerpts",
         read=("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d"),
-    ),
-    Workaround(
-        "book_extensions/site/asset_trimming.py",
-        "myst-nb copies its stylesheet at build-finished without overwriting a changed copy (no setting "
-        "makes it), so the trimmed copy of the last build is removed when a build starts",
-        "myst-nb copies its stylesheet as Sphinx copies the themes' (force=True)",
-        internal="myst_nb.sphinx_ext:add_global_html_resources",
-        signature="(app, exception)",
     ),
     Workaround(
         "book_extensions/site/asset_trimming.py",
@@ -229,6 +236,14 @@ WORKAROUNDS = [
               ("sphinx_copybutton", "_static/copybutton.js_t", "27b279ec3a816003"),
               ("sphinx", "themes/basic/static/sphinx_highlight.js", "c551409f6bae30d6"),
               ("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d")),
+    ),
+    Workaround(
+        "book_extensions/site/provenance_page.py",
+        "the provenance page lists the pages in the table of contents' order, read from the environment's "
+        "toctree_includes: Sphinx's documented environment API (found_docs, titles, metadata...) has no "
+        "order of the pages",
+        "Sphinx documents the order of the table of contents",
+        internal="sphinx.environment:BuildEnvironment.toctree_includes",
     ),
 ]
 
@@ -297,6 +312,207 @@ def problems(workarounds: list[Workaround] = WORKAROUNDS) -> list[str]:
     return found
 
 
+# --- leans that no entry names ----------------------------------------------------------
+#
+# What the package reads or changes of another project's objects, found in its source; each must
+# be named by an entry (one part of an entry's internal name), so that the list cannot leave one out.
+
+# The documented attributes and methods of Sphinx's BuildEnvironment
+# (https://www.sphinx-doc.org/en/master/extdev/envapi.html); the book's own are named book_*.
+DOCUMENTED_ENV = {"app", "config", "project", "srcdir", "doctreedir", "events", "found_docs", "metadata",
+                  "titles", "docname", "parser", "current_document", "doc2path", "relfn2path",
+                  "note_dependency", "new_serialno", "note_reread"}
+# Class attributes that a subclass is documented to set: a transform's default_priority
+# (docutils), a post-transform's builders and formats (Sphinx's SphinxPostTransform), a
+# directive's arguments and options (docutils' Directive), a search language's lang,
+# stopwords and JavaScript code (Sphinx's SearchLanguage).
+DOCUMENTED_OVERRIDES = {"default_priority", "builders", "formats", "has_content", "required_arguments",
+                        "optional_arguments", "final_argument_whitespace", "option_spec", "lang", "stopwords",
+                        "js_splitter_code", "js_stemmer_code"}
+PACKAGE_NAME = __name__.partition(".")[0]
+
+
+@dataclass(frozen=True)
+class Lean:
+    path: str
+    line: int
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.kind} ({self.name}), which no entry of book_extensions/upstream.py names"
+
+
+def third_party_imports(tree: ast.Module) -> dict[str, str]:
+    """Local name -> what it names ("module" or "module:attribute") for every import of another
+    project (neither the standard library nor this package), wherever in the module it is."""
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if not own(alias.name):
+                    found[alias.asname or alias.name.partition(".")[0]] = alias.name if alias.asname else \
+                        alias.name.partition(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and not own(node.module):
+            for alias in node.names:
+                found[alias.asname or alias.name] = f"{node.module}:{alias.name}"
+    return found
+
+
+def own(module: str) -> bool:
+    top = module.partition(".")[0]
+    return top == PACKAGE_NAME or top in sys.stdlib_module_names
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def sphinx_env(node: ast.expr, env_names: set[str]) -> bool:
+    """Whether ``node`` is a Sphinx environment: ``<x>.env``, or a name the function took as
+    ``env`` or bound to ``<x>.env``."""
+    return (isinstance(node, ast.Attribute) and node.attr == "env") or (
+        isinstance(node, ast.Name) and node.id in env_names)
+
+
+def leans_in(path: Path, source: str, shown_as: str) -> list[Lean]:
+    """Every lean of :func:`unlisted_leans`' kinds in one module, listed or not."""
+    tree = ast.parse(source, filename=str(path))
+    imports = third_party_imports(tree)
+    found: list[Lean] = []
+
+    def add(node: ast.AST, kind: str, name: str) -> None:
+        found.append(Lean(shown_as, node.lineno, kind, name))
+
+    for module_name in {*imports.values()}:  # a private module: "a._b"
+        for part in re.split(r"[.:]", module_name):
+            if private(part):
+                line = next(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
+                            and module_name.split(":")[0] in ((n.module or "") if isinstance(n, ast.ImportFrom)
+                                                              else " ".join(a.name for a in n.names)))
+                found.append(Lean(shown_as, line, "another project's private module or name", part))
+    stdlib = {alias.asname or alias.name.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+              for alias in node.names if alias.name.partition(".")[0] in sys.stdlib_module_names}
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    # A parameter named env is Sphinx's environment in a module that uses Sphinx (elsewhere it
+    # is a dict of environment variables, or a folder).
+    uses_sphinx = any(name.partition(".")[0] == "sphinx" for name in imports.values())
+
+    def scope(function: ast.AST, env_names: set[str]) -> None:
+        """Check ``function``'s own statements; each function nested in it sees its env names."""
+        env_names = set(env_names)
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) and uses_sphinx:
+            env_names |= {a.arg for a in function.args.args + function.args.kwonlyargs if a.arg == "env"}
+        body = list(own_nodes(function))
+        for node in body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "env" for t in node.targets) \
+                    and isinstance(node.value, ast.Attribute) and node.value.attr == "env":
+                env_names.add("env")
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                scope(node, env_names)
+            else:
+                check(node, env_names)
+
+    def check(node: ast.AST, env_names: set[str]) -> None:
+        # Another project's private attribute (self and cls are the book's own classes).
+        if isinstance(node, ast.Attribute) and private(node.attr) and not (
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            add(node, "another project's private attribute", node.attr)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr") \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            name = node.args[1].value
+            if private(name):
+                add(node, "another project's private attribute", name)
+            elif sphinx_env(node.args[0], env_names) and name not in DOCUMENTED_ENV and not name.startswith("book_"):
+                add(node, "an undocumented attribute of Sphinx's environment", name)
+            elif node.func.id == "setattr" and isinstance(node.args[0], ast.Name) and node.args[0].id in imports:
+                add(node, "an attribute of another project's module or class replaced", name)
+        # The environment's undocumented attributes, such as those another extension sets on it.
+        if isinstance(node, ast.Attribute) and sphinx_env(node.value, env_names) \
+                and node.attr not in DOCUMENTED_ENV and not node.attr.startswith("book_"):
+            add(node, "an undocumented attribute of Sphinx's environment", node.attr)
+        # Monkeypatching: an attribute of another project's module or class replaced, a function
+        # put in place of another object's attribute, sys.modules changed. (The standard
+        # library's replaceable hooks, such as warnings.formatwarning, are documented.)
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) \
+                        and target.value.attr == "modules" and isinstance(target.value.value, ast.Name) \
+                        and target.value.value.id == "sys":
+                    add(node, "a module replaced in", "sys.modules")
+                if not isinstance(target, ast.Attribute) or target.attr.startswith("book_") or (
+                        isinstance(target.value, ast.Name) and target.value.id in ("self", "cls", *stdlib)):
+                    continue
+                value = getattr(node, "value", None)
+                if isinstance(target.value, ast.Name) and target.value.id in imports:
+                    add(node, "an attribute of another project's module or class replaced", target.attr)
+                elif isinstance(value, ast.Lambda) or (isinstance(value, ast.Name) and value.id in defined):
+                    add(node, "a function put in place of an object's attribute", target.attr)
+
+    scope(tree, set())
+    # A subclass of another project's class that sets one of its class attributes.
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [imported(imports, base) for base in node.bases]
+        bases = [base for base in bases if base is not None]
+        for statement in node.body:
+            targets = (statement.targets if isinstance(statement, ast.Assign)
+                       else [statement.target] if isinstance(statement, ast.AnnAssign) and statement.value else [])
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id not in DOCUMENTED_OVERRIDES \
+                        and not target.id.startswith("__") and any(hasattr(base, target.id) for base in bases):
+                    add(statement, "a class attribute of another project's class set in a subclass", target.id)
+    return found
+
+
+def own_nodes(scope: ast.AST):
+    """The nodes of ``scope`` (a module, class or function), down to but not into the
+    functions and classes it holds, which are yielded themselves."""
+    for child in ast.iter_child_nodes(scope):
+        yield child
+        if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield from own_nodes(child)
+
+
+def imported(imports: dict[str, str], node: ast.expr) -> object | None:
+    """The class a base-class expression names, if another project's (``Name`` or ``module.Name``)."""
+    dotted = []
+    while isinstance(node, ast.Attribute):
+        dotted.insert(0, node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in imports:
+        return None
+    try:
+        return resolve(imports[node.id] + ("." if ":" in imports[node.id] else ":") + ".".join(dotted)
+                       if dotted else imports[node.id])
+    except (ImportError, AttributeError, ValueError):
+        return None
+
+
+def unlisted_leans(files: list[Path] | None = None, workarounds: list[Workaround] = WORKAROUNDS,
+                   root: Path | None = None) -> list[Lean]:
+    """The leans in ``files`` (every module of this package) that no entry names: another
+    project's private attribute or module; an undocumented attribute of Sphinx's
+    environment (as ``env.mystnb_config``); an attribute of another project's module or class
+    replaced, a function put in place of an object's attribute, ``sys.modules`` changed; a
+    class attribute of another project's class set in a subclass, other than the documented
+    ones (:data:`DOCUMENTED_OVERRIDES`). A lean is named by an entry when its name is one
+    part of an entry's internal name ("sys.modules" when one is "sys:modules")."""
+    package = Path(__file__).resolve().parent
+    root = root or package.parent
+    files = files if files is not None else sorted(package.rglob("*.py"))
+    listed = {part for item in workarounds for internal in item.internals for part in re.split(r"[.:]", internal)}
+    listed |= {internal.replace(":", ".") for item in workarounds for internal in item.internals}
+    found = []
+    for path in files:
+        shown_as = path.resolve().relative_to(root).as_posix() if path.resolve().is_relative_to(root) else str(path)
+        found += [lean for lean in leans_in(path, path.read_text(encoding="utf8"), shown_as)
+                  if lean.name not in listed]
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m book_extensions upstream", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -304,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.parse_args(argv)
     for item in WORKAROUNDS:
         print(f"- {item.where}: {item.why}.\n  Until: {item.until}.")
-    found = problems()
+    found = problems() + [str(lean) for lean in unlisted_leans()]
     for line in found:
         print(f"error: {line}", file=sys.stderr)
     return 1 if found else 0

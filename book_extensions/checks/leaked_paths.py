@@ -125,18 +125,26 @@ def leaks(outdir: Path, paths: list[tuple[str, str]]) -> list[tuple[str, str, st
     return found
 
 
-def image_pages(app: Sphinx) -> dict[str, str]:
-    """For each file of _images/ (named by a digest), the pages that show it."""
-    return {f"{app.builder.imagedir}/{name}": ", ".join(sorted(str(app.env.doc2path(page, False)) for page in pages))
-            for pages, name in app.env.images.values()}
+def pages_showing(app: Sphinx, outdir: Path, rel: str) -> str:
+    """The pages whose HTML refers to ``rel`` (a file of the output, such as an image of
+    _images/, named by a digest), by their source files: read from the pages as written."""
+    pages = []
+    for page in sorted(outdir.rglob("*.html")):
+        if rel in page.read_text(encoding="utf8", errors="replace"):
+            docname = page.relative_to(outdir).with_suffix("").as_posix()
+            pages.append(str(app.env.doc2path(docname, False)) if docname in app.env.found_docs
+                         else page.relative_to(outdir).as_posix())
+    return ", ".join(sorted(pages))
 
 
 def check_build(app: Sphinx) -> None:
     # html, singlehtml and epub publish (post_build runs it after every HTML builder)
     outdir = Path(app.outdir)
-    shown_on = image_pages(app)
     for rel, kind, around in leaks(outdir, machine_paths(app)):
-        where = f" (shown on {shown_on[rel]})" if rel in shown_on else ""
+        # A figure's file (_images/, where every html builder copies images) is named by a
+        # digest: the pages that show it say which it is.
+        shown_on = pages_showing(app, outdir, rel) if rel.startswith("_images/") else ""
+        where = f" (shown on {shown_on})" if shown_on else ""
         logger.warning(
             f"{outdir.name}/{rel}{where} holds a build-machine path ({kind}): …{around}…; "
             "publish nothing that depends on where the book is built",

@@ -34,7 +34,6 @@ from pathlib import Path
 
 from docutils import nodes
 from jupyter_cache import get_cache
-from myst_nb.core.read import create_nb_reader
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
@@ -47,7 +46,7 @@ from ..records import release_changes
 from ..site.device_page import device_name
 from . import page_state, runner
 from .cache_key import KERNEL_STARTUP, KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
-from .cell_checks import cell_line, check_cells, clean_outputs
+from .cell_checks import check_cells, clean_outputs
 from .notebook_downloads import write_notebook
 
 logger = logging.getLogger(__name__)
@@ -139,24 +138,11 @@ def empty_ipython_dir() -> str:
     return folder
 
 
-def build_files_are_not_sources(app: Sphinx) -> None:
-    """Runs after myst-nb's own builder-inited handler.
-
-    myst-nb writes each page's notebook and output files into a folder beside the output
-    folder (``<out>/<device>/html-work/jupyter_execute``: outside every language's site,
-    which is what gets published): while pages run, its files are the build's, not sources
-    a page could have changed. Failure reports of an earlier build go.
-    """
-    app.book_page_runner.unwatched.append(Path(app.env.mystnb_config.output_folder))
+def forget_failure_reports(app: Sphinx) -> None:
+    """Failure reports of an earlier build go. (The folder where myst-nb writes each page's
+    notebook and output files is left unwatched by the runner's client, which myst-nb
+    hands its configuration.)"""
     shutil.rmtree(Path(app.outdir) / "reports", ignore_errors=True)
-
-
-def source_notebook(app: Sphinx, docname: str):
-    """The page as myst-nb reads it: a notebook without outputs."""
-    env = app.env
-    path = Path(env.doc2path(docname))
-    text = path.read_text(encoding="utf8")
-    return create_nb_reader(str(path), env.myst_config, env.mystnb_config, text).read(text)
 
 
 def executed_notebook(app: Sphinx, docname: str):
@@ -171,12 +157,10 @@ def report_failed_execution(app: Sphinx, docname: str, exec_data: dict) -> None:
         logger.warning(detail, location=docname, type="book", subtype="cache")
         return
     where, location = "", docname
-    index = exec_data.get("book_cell")
-    notebook = source_notebook(app, docname)
-    if index is not None and index < len(notebook.cells):
-        number = sum(1 for cell in notebook.cells[: index + 1] if cell.cell_type == "code")
+    number = exec_data.get("book_cell_number")  # the runner's client names the cell
+    if number is not None:
         where = f" in code cell {number}"
-        location = (docname, cell_line(notebook, index))
+        location = (docname, exec_data.get("book_cell_line"))
     if error == "CellTimeoutError":
         reason = f"a cell ran longer than the {app.config.nb_execution_timeout} s timeout{where}"
     elif error == "DeadKernelError":
@@ -257,7 +241,7 @@ def write_executions(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> None:
     app.connect("config-inited", configure_execution)
-    app.connect("builder-inited", build_files_are_not_sources, priority=600)
+    app.connect("builder-inited", forget_failure_reports)
     app.connect("env-before-read-docs", on_env_before_read_docs)
     app.connect("source-read", on_source_read)
     app.connect("doctree-read", on_doctree_read)

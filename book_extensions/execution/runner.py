@@ -68,7 +68,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import ValidationError
 from traitlets import Integer, default
 
-from .cell_checks import output_size, too_much_output
+from .cell_checks import cell_line, output_size, too_much_output
 from .code_comments import code_of
 
 # A control character other than \t, \n, \r, unless it starts an ANSI colour (SGR) sequence,
@@ -638,6 +638,11 @@ class PageClient(NotebookClientBase):
     def __init__(self, notebook, path, nb_config, logger, *, runner: PageRunner, **kwargs) -> None:
         super().__init__(notebook, path, nb_config, logger, **kwargs)
         self.runner = runner
+        # myst-nb writes each page's notebook and output files into its output folder (outside
+        # every published language folder): the build's files, not sources a page could change.
+        folder = Path(nb_config.output_folder)
+        if folder not in runner.unwatched:
+            runner.unwatched.append(folder)
 
     def start_client(self) -> None:
         self.run_or_take_from_cache()
@@ -669,6 +674,8 @@ class PageClient(NotebookClientBase):
         if self.path is None:
             raise ValueError("a page must be a file to be executed through the cache")
         result = self.runner.execute(self.notebook, self.nb_config.execution_timeout)
+        # The failing cell as the page's warning names it: its number among the code cells, its line.
+        failed = result.cell is not None and result.cell < len(self.notebook.cells)
         if result.error is None:
             try:
                 store(cache_path, self.notebook, str(self.path), result.seconds)
@@ -685,6 +692,9 @@ class PageClient(NotebookClientBase):
             "traceback": None,
             "book_executed": True,
             "book_cell": result.cell,
+            "book_cell_number": sum(cell.cell_type == "code" for cell in self.notebook.cells[: result.cell + 1])
+            if failed else None,
+            "book_cell_line": cell_line(self.notebook, result.cell) if failed else None,
             "book_detail": result.detail,
         }
         if result.error is None:

@@ -509,11 +509,14 @@ TRIM_RECORD = "book-trimmed-sheets.json"  # in the doctrees: never published
 
 
 def forget_trimmed_copies(app: Sphinx) -> None:
-    """myst-nb copies its stylesheet at build-finished without overwriting a changed copy
-    (Sphinx then warns): the last build's trimmed copy goes first. The themes' sheets
-    are overwritten anyway."""
+    """The sheets of :data:`TRIMMED` that the last build trimmed go when a build starts, so
+    that each build trims them as their packages ship them: an extension may copy its sheet
+    without overwriting a changed copy (Sphinx's copy_asset_file without ``force``, which
+    warns instead, as myst-nb 1.4 copies mystnb.<digest>.css), and the themes' and Sphinx's
+    are copied again anyway."""
     if app.builder.name == "html":
-        for path in (Path(app.outdir) / "_static").glob("mystnb.*.css"):
+        static = Path(app.outdir) / "_static"
+        for path in sorted({path for pattern in TRIMMED for path in static.glob(pattern)}):
             path.unlink()
 
 

@@ -23,9 +23,11 @@ seven scripts in the head before it painted anything. After an html build, and a
   font competed with the page for the slow network, and only icons use it.
 - **scripts deferred.** The head's blocking scripts (except on a page with one of
   :data:`KEEP_BLOCKING`: the search page) get ``defer``, placed before the
-  scripts that were already deferred, so everything still runs in the order it ran in;
-  ``documentation_options.js`` (320 bytes, which the head's inline scripts assign to) is
-  inlined instead.
+  scripts that were already deferred, so everything still runs in the order it ran in.
+  An inline script runs where it stands and cannot wait for a deferred one: a script that
+  declares a global name the head's inline scripts use is inlined instead (on the book's
+  pages, Sphinx's ``documentation_options.js``, 320 bytes, which declares the
+  ``DOCUMENTATION_OPTIONS`` the theme's inline scripts assign to).
 
 The step is idempotent: a page written by an earlier build (an incremental build
 leaves it) is first put back as the theme wrote it, then rewritten.
@@ -61,6 +63,13 @@ HREF = re.compile(r"""(?<![\w-])href=["']([^"']+)["']""")
 SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script>", re.S)
 SRC = re.compile(r"""(?<![\w-])src=["']([^"']+)["']""")
 URL = re.compile(r"""url\(\s*(["']?)([^"')]+)\1\s*\)""")
+# A global name an inline script uses: an identifier that no dot qualifies (string literals
+# left out first), and a script's top-level way of declaring one.
+JS_STRING = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`""")
+GLOBAL_NAME = re.compile(r"(?<![\w.$])[A-Za-z_$][\w$]*")
+JS_COMMENT = re.compile(r"/\*.*?\*/|(?<![:\\])//[^\n]*", re.S)
+DECLARATION = r"\b(?:const|let|var|function|class)\s+({names})\b"  # a global at the top level only
+GLOBAL_ASSIGNMENT = r"\b(?:window|globalThis)\.({names})\s*=(?!=)"  # anywhere
 IMPORT = re.compile(r"""^@import\s+(?:url\(\s*)?["']?([^"')\s]+)["']?\s*\)?\s*(.*)$""", re.S)
 
 # Beside the doctrees: what every page's rewrite read, and each page as this step left it.
@@ -179,9 +188,32 @@ def copy(node: asset_trimming.Node) -> asset_trimming.Node:
     return asset_trimming.Node(node.prelude, None if node.children is None else [copy(child) for child in node.children])
 
 
+def inline_globals(head: str) -> set[str]:
+    """The global names that the head's inline scripts use."""
+    names: set[str] = set()
+    for match in SCRIPT.finditer(head):
+        if SRC.search(match.group(1)) is None and not re.search(r"\btype=", match.group(1)):
+            names.update(GLOBAL_NAME.findall(JS_STRING.sub('""', match.group(2))))
+    return names
+
+
+def declares(script: str, names: set[str]) -> bool:
+    """Whether ``script`` declares one of ``names`` as a global: ``const NAME`` (``let``,
+    ``var``, ``function``, ``class``) outside every block, or ``window.NAME =``."""
+    if not names:
+        return False
+    code = JS_COMMENT.sub(" ", JS_STRING.sub('""', script))
+    alternatives = "|".join(re.escape(name) for name in sorted(names))
+    if re.search(GLOBAL_ASSIGNMENT.format(names=alternatives), code):
+        return True
+    return any(code.count("{", 0, match.start()) == code.count("}", 0, match.start())
+               for match in re.finditer(DECLARATION.format(names=alternatives), code))
+
+
 def defer_scripts(head: str, root: Path, page_dir: str) -> str:
     """The head's blocking scripts deferred and moved before the deferred ones (so the
-    order they run in is the same); documentation_options.js inlined."""
+    order they run in is the same); one that declares a global the head's inline scripts
+    use, inlined."""
     blocking, deferred, first = [], [], None
     if any((src := SRC.search(match.group(1))) and posixpath.basename(src.group(1).split("?")[0]) in KEEP_BLOCKING
            for match in SCRIPT.finditer(head)):
@@ -199,12 +231,13 @@ def defer_scripts(head: str, root: Path, page_dir: str) -> str:
             blocking.append(match)
     if not blocking:
         return head
-    tags = []
+    tags, used = [], inline_globals(head)
     for match in blocking:
         src = SRC.search(match.group(1)).group(1)
         path = root / posixpath.normpath(posixpath.join(page_dir, src.split("?")[0]))
-        if path.name == "documentation_options.js" and path.is_file():
-            tags.append(f'<script {MARK}-src="{src}">{path.read_text(encoding="utf8").strip()}</script>')
+        text = path.read_text(encoding="utf8") if path.is_file() else ""
+        if declares(text, used):
+            tags.append(f'<script {MARK}-src="{src}">{text.strip()}</script>')
         else:
             tags.append(match.group().replace("<script", f"<script defer {MARK}-deferred", 1))
     tags += [match.group() for match in deferred]

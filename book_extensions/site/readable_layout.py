@@ -147,27 +147,21 @@ def printed(node: nodes.literal_block) -> bool:
     return not any(isinstance(a, nodes.container) and "cell_input" in a["classes"] for a in ancestors(node))
 
 
-def visit_literal_block(self, node: nodes.literal_block) -> None:
-    # Sphinx writes a highlighted block whole at its visit (and raises SkipNode), a
-    # parsed one (the "≠" folds' marked words) over its children until its departure.
-    start = len(self.body)
-    try:
-        type(self).visit_literal_block(self, node)
-    except nodes.SkipNode:
-        _break_body(self, node, start)
-        raise
-    self.__dict__.setdefault("_book_literal_starts", []).append(start)
+class printed_text(nodes.General, nodes.Element):
+    """A printed block (:func:`printed`), wrapped: whatever Sphinx's own visitors write for
+    it, at their visit (a highlighted block) or over its children until their departure (a
+    parsed one, the "≠" folds' marked words), gets break opportunities when this departs.
+    It writes nothing itself."""
 
 
-def depart_literal_block(self, node: nodes.literal_block) -> None:
-    type(self).depart_literal_block(self, node)
-    _break_body(self, node, self._book_literal_starts.pop())
+def visit_printed_text(self, node: printed_text) -> None:
+    node["book_start"] = len(self.body)
 
 
-def _break_body(self, node: nodes.literal_block, start: int) -> None:
-    if printed(node):
-        self.body[start:] = [break_printed("".join(self.body[start:]),
-                                           "<wbr/>" if self.builder.name == "epub" else "<wbr>")]
+def depart_printed_text(self, node: printed_text) -> None:
+    start = node.attributes.pop("book_start")
+    self.body[start:] = [break_printed("".join(self.body[start:]),
+                                       "<wbr/>" if self.builder.name == "epub" else "<wbr>")]
 
 
 def ancestors(node: nodes.Node):
@@ -221,6 +215,11 @@ class ReadableLayout(SphinxPostTransform):
                     for part in parts[1:]:
                         replacement += [wbr(), nodes.Text(part)]
                     text.parent.replace(text, replacement)
+        for block in list(self.document.findall(lambda n: isinstance(n, nodes.literal_block | nodes.doctest_block))):
+            if printed(block):
+                wrapper, parent = printed_text(), block.parent
+                parent[parent.index(block)] = wrapper
+                wrapper += block
         for block in self.document.findall(nodes.literal_block):
             classes = block["classes"]
             if "output" not in classes:
@@ -247,10 +246,9 @@ def setup(app: Sphinx) -> None:
     app.add_node(wbr, html=(visit_wbr, None))
     app.add_node(cell_label, html=(visit_cell_label, depart_cell_label))
     app.connect("doctree-resolved", label_tables, priority=900)
-    # Every HTML literal block, to put break opportunities into printed text: the
-    # visitors call Sphinx's own (HTML5Translator.visit_literal_block) and edit what it
-    # wrote. Should that stop working, test_browser_layout.py finds broken tokens.
-    app.add_node(nodes.literal_block, override=True, html=(visit_literal_block, depart_literal_block))
+    # Printed text's break opportunities go into what Sphinx wrote for the block (ReadableLayout
+    # wraps it). Should that stop working, test_browser_layout.py finds broken tokens.
+    app.add_node(printed_text, html=(visit_printed_text, depart_printed_text))
     app.add_post_transform(ReadableLayout)
 
 

@@ -122,13 +122,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--confdir", type=Path, default=ROOT)
     parser.add_argument("-j", "--jobs", default="auto")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    parser.add_argument("--record", action="store_true",
+                        help="html only: once the site is published, record every code cell's outputs in "
+                             "<results>/<device>.json from the very --docs and --cache-root it was built from")
+    parser.add_argument("--results", type=Path, default=ROOT / "results", help="where --record writes")
     parser.epilog = "Arguments after -- go to sphinx-build, for example: -- -D nb_execution_timeout=30"
     own, extra = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = parser.parse_args(own)
+    if args.record and args.builder != "html":
+        parser.error("--record records what an html build published: build html")
     args.sphinx_args = extra
     # Absolute before anything reads them: Sphinx reads a relative book_cache_root from the
     # config folder, and the driver from the working directory.
-    for name in ("docs", "out", "cache_root", "confdir"):
+    for name in ("docs", "out", "cache_root", "confdir", "results"):
         setattr(args, name, getattr(args, name).resolve())
     return args
 
@@ -420,10 +426,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {problem}", file=sys.stderr)
             return 2
         compile_catalogs()
-        return with_signals_passed_on(args, languages, locks)
+        status = with_signals_passed_on(args, languages, locks)
+        return status or record_published(args, kernel)
     finally:
         for lock in locks:  # the build's processes are gone by now: they held them too
             os.close(lock)
+
+
+def record_published(args: argparse.Namespace, kernel) -> int:
+    """With --record, the record of what this build published: its docs, its cache (still
+    locked), its device; so a record cannot disagree with the site (``nox -s docs``)."""
+    if not args.record:
+        return 0
+    from ..records import cell_records
+
+    try:
+        cell_records.write_record(args.device, cache_dir(args.cache_root, args.device, kernel), args.docs,
+                                  args.results, settings.reference_language(args.confdir))
+    except (cell_records.RecordError, OSError) as error:
+        print(f"error: the outputs were not recorded: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def with_signals_passed_on(args: argparse.Namespace, languages: list[Language], locks: list[int]) -> int:

@@ -1,6 +1,7 @@
 """Records of what every code cell printed, and their comparison (devices, releases, runs).
 
-    python -m book_extensions records record --device cuda   # after a CUDA build
+    python -m book_extensions records record --device cuda   # after a CUDA build (or a doctest one)
+    python -m book_extensions build html --record            # what nox -s docs runs: builds, then records
     python -m book_extensions records compare                # results/cpu.json vs results/cuda.json
 
 A record (``results/<device>.json``) is small, reviewable text: for every code cell
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import platform
 import re
 import sys
@@ -108,6 +110,10 @@ def current_digests(docs: Path, language: str | None = None) -> dict[str, list[s
             for page, nb in book_notebooks(docs, language)}
 
 
+class RecordError(Exception):
+    """Why a record cannot be made, in one line (a page the cache has not executed)."""
+
+
 def record(device: str, cache_dir: Path, docs: Path, language: str | None = None, notebooks=None) -> dict:
     """Every code cell's outputs, from the device's execution cache, for the pages of
     ``language`` (default the reference one: every language is one execution), or for
@@ -115,19 +121,23 @@ def record(device: str, cache_dir: Path, docs: Path, language: str | None = None
     import torch
     from jupyter_cache import get_cache
 
-    from ..execution.runner import cached_notebook
+    from ..execution.runner import cache_lock, cached_notebook
 
-    cache = get_cache(str(cache_dir))
     pages = {}
     executed_at = []
+    cache = get_cache(str(cache_dir)) if cache_dir.is_dir() else None
     for page, notebook in notebooks if notebooks is not None else book_notebooks(docs, language):
         cells = [c for c in notebook.cells if c.cell_type == "code"]
         if not cells:
             continue
-        found, executed, _ = cached_notebook(cache, notebook)
+        found = None
+        if cache is not None:
+            # cached_notebook drops a damaged record: a change to the database, as a build makes.
+            with cache_lock(str(cache_dir)):
+                found, executed, _ = cached_notebook(cache, notebook)
         if found is None:
-            raise SystemExit(f"error: {page_source(docs, page, language)} has no {device} execution in {cache_dir}; "
-                             "build first") from None
+            raise RecordError(f"{page_source(docs, page, language)} has no {device} execution in {cache_dir}; "
+                              "build first")
         executed_at.append(found.created)
         code = [c for c in executed.cells if c.cell_type == "code"]
         pages[page] = [
@@ -345,6 +355,39 @@ def cache_dir_for(device: str, cache_root: Path) -> Path:
     return cache_dir(cache_root, device)
 
 
+def write_record(device: str, cache_dir: Path, docs: Path, results: Path, language: str | None = None) -> Path:
+    """Record the pages of ``docs`` from ``cache_dir`` into ``results/<device>.json`` (whole or
+    not at all); the build driver calls it with the very docs and cache it built from."""
+    data = record(device, cache_dir, docs, language)
+    results.mkdir(parents=True, exist_ok=True)
+    target = results / f"{device}.json"
+    partial = target.with_name(f"{target.name}.partial")
+    partial.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
+    partial.replace(target)
+    print(f"wrote {target} ({sum(map(len, data['pages'].values()))} cells)")
+    return target
+
+
+def record_command(args: argparse.Namespace) -> int:
+    """``records record``: from a cache no build is writing (the driver's lock on its root)."""
+    from ..commands.build import hold_lock
+
+    args.cache_root.mkdir(parents=True, exist_ok=True)
+    lock = hold_lock(args.cache_root / "book-build.lock")
+    if lock is None:
+        print(f"error: a build is using the execution cache {args.cache_root}: record when it has finished "
+              "(`build html --record` records what it built)", file=sys.stderr)
+        return 2
+    try:
+        write_record(args.device, cache_dir_for(args.device, args.cache_root), args.docs, args.results)
+    except RecordError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        os.close(lock)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m book_extensions records", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -362,12 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "record":
-        data = record(args.device, cache_dir_for(args.device, args.cache_root), args.docs)
-        args.results.mkdir(parents=True, exist_ok=True)
-        target = args.results / f"{args.device}.json"
-        target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
-        print(f"wrote {target} ({sum(map(len, data['pages'].values()))} cells)")
-        return 0
+        return record_command(args)
 
     if args.record is not None:
         if not args.record.exists():

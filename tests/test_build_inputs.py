@@ -4,9 +4,6 @@ input file is checked before Sphinx starts, each problem one line naming the fil
 
 import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from books import FIXTURES, ROOT, build_book
@@ -58,3 +55,29 @@ def test_record_without_an_execution_is_one_line(tmp_path, capsys):
     assert status == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("error: docs/en/index.md has no cpu execution in ") and line.endswith("; build first")
+
+
+@pytest.mark.fixture
+def test_a_doctest_compares_exception_messages_exactly_and_its_relaxations_are_listed(build_fixture):
+    build = build_fixture("doctest_exact", "doctest", "--language", "en")
+    assert build.returncode == 1, build.output
+    assert build.output.count("Failed example:") == 2, build.output
+    assert "        ...\n    RuntimeError: this message is completely wrong\nGot:" in build.output
+    assert "        ...\n    RuntimeError: element 0 of tensors ...\nGot:" in build.output  # no ELLIPSIS asked
+    (listed,) = [line for line in build.output.splitlines() if "relaxes" in line]
+    assert listed == (f"[en] {FIXTURES.relative_to(ROOT).as_posix()}/doctest_exact/docs/en/index.md:35: "
+                      "a doctest block relaxes the exact comparison: +ELLIPSIS (1 example)")
+
+
+@pytest.mark.unit
+def test_relaxations_are_found_in_examples_and_block_options():
+    from book_extensions.checks.doctest_options import page_relaxations
+
+    page = ("```{doctest}\n:options: +NORMALIZE_WHITESPACE\n>>> 1  # doctest: +ELLIPSIS, +SKIP\n1\n```\n"
+            "text # doctest: +ELLIPSIS\n"
+            "````{doctest}\n:skipif: True\n>>> 2\n2\n````\n"
+            "```{doctest}\n>>> 3\n3\n```\n"
+            "```{testoutput}\n:options: +ELLIPSIS\n...\n```\n")
+    found = [(line, dict(counts)) for line, counts in page_relaxations(page)]
+    assert found == [(1, {"+NORMALIZE_WHITESPACE (the whole block)": 1, "+ELLIPSIS": 1, "+SKIP": 1}),
+                     (7, {":skipif: True": 1}), (16, {"+ELLIPSIS (the whole block)": 1})]

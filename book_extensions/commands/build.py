@@ -514,9 +514,20 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop) -> 
     return "built", inputs
 
 
+def report_doctest_relaxations(args: argparse.Namespace, language: Language) -> None:
+    """Each doctest block that does not compare exactly (conf.py's doctest_default_flags), said
+    before it runs: Sphinx trims the marks from the page, so only this says it."""
+    from ..checks.doctest_options import relaxations
+
+    for line in relaxations(args.docs / language.code):
+        print(f"[{language.code}] {line}", flush=True)
+
+
 def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
     results = {}
     for language in languages:
+        if args.builder == "doctest":
+            report_doctest_relaxations(args, language)
         results[language.code] = build_language(args, language, stop)
         if stop.signum is not None:
             return 1

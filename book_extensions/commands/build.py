@@ -27,6 +27,9 @@ What the driver guarantees, since Sphinx alone does not:
   asked language has built, a copy of the working folders (the other languages kept from
   the current site) and the site root's files replace ``html/``; a failed or stopped build
   leaves the last good site as it was.
+- Bad input stops the build before Sphinx starts, one line per problem naming the file:
+  conf.py's settings, the release list, the records in ``results/``, the term lists and the
+  search words (:mod:`..configuration.input_files`); inside Sphinx a bad record was a crash report.
 - A rebuild with nothing changed is quick: when nothing an html build reads changed since
   a language was last published (``docs/``, ``conf.py``, ``book_extensions/``, ``results/``,
   ``examples/``, ``torch-releases.txt``, ``requirements.txt``, the offline editions, the
@@ -146,6 +149,14 @@ def misplaced_folder(args: argparse.Namespace) -> str | None:
             return (f"{option} {folder} is inside the docs folder {args.docs}: every page would see "
                     f"the build change its sources; choose a folder outside it")
     return None
+
+
+def input_problems(args: argparse.Namespace) -> list[str]:
+    """What is wrong with the files the build reads besides the pages (release list, records,
+    term lists): said here in one line each, where Sphinx would crash on them."""
+    from ..configuration import input_files
+
+    return input_files.problems(args.confdir, args.docs, args.sphinx_args)
 
 
 def compile_catalogs() -> None:
@@ -379,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     problems = settings.problems(args.confdir, args.docs, args.languages, args.sphinx_args)
     problems = problems or [problem for problem in [misplaced_folder(args)] if problem]
+    problems = problems or input_problems(args)
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)

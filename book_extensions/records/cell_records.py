@@ -292,6 +292,59 @@ def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = No
     return found
 
 
+RECORD_FIELDS = {  # what the book reads of a record: each key, and what its value must be
+    "device": (lambda v: v in ("cpu", "cuda"), "'cpu' or 'cuda'"),
+    "device_name": (lambda v: isinstance(v, str) and v.strip(), "a non-empty string"),
+    "torch": (lambda v: isinstance(v, str) and re.fullmatch(r"\d+\.\d+\.\d+(\+[\w.]+)?", v), "a torch version such as '2.15.0+cpu'"),
+    "cuda": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "python": (lambda v: isinstance(v, str) and re.fullmatch(r"\d+\.\d+\.\d+\S*", v), "a Python version such as '3.11.7'"),
+    "date": (lambda v: v is None or isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v), "a date such as '2026-12-01', or null"),
+}
+
+
+def record_problems(path: Path, name: str, release: str | None = None) -> list[str]:
+    """What makes ``path`` not a record the book can read, one line each (the file called
+    ``name``); ``release``: the torch release its file name says it holds. [] when it is one.
+    The build driver asks before Sphinx starts, where a bad record was a crash report."""
+    try:
+        data = json.loads(path.read_text(encoding="utf8"))
+    except UnicodeDecodeError as error:
+        return [f"{name}: not UTF-8 (byte {error.object[error.start]:#04x} at offset {error.start})"]
+    except ValueError as error:  # JSONDecodeError: a truncated or hand-edited file
+        return [f"{name}: not valid JSON ({error}): record it again"]
+    except OSError as error:
+        return [f"{name}: cannot be read ({error.strerror or error})"]
+    if not isinstance(data, dict):
+        return [f"{name}: must be a record (a JSON object with {', '.join(RECORD_FIELDS)} and pages), "
+                f"not {type(data).__name__}"]
+    found = [f"{name}: {key!r} is missing" if key not in data else f"{name}: {key!r} must be {what}, not {data[key]!r}"
+             for key, (valid, what) in RECORD_FIELDS.items() if key not in data or not valid(data[key])]
+    pages = data.get("pages")
+    if not isinstance(pages, dict) or not pages:
+        found.append(f"{name}: 'pages' must map each page to its code cells, not {pages!r}"
+                     if "pages" in data else f"{name}: 'pages' is missing")
+    else:
+        found += [f"{name}: {problem}" for problem in [pages_problem(pages)] if problem]
+    if release is not None and not found:
+        if data["device"] != "cpu" or release_of(data) != release:
+            found.append(f"{name}: holds a {data['device']} record of torch {data['torch']}, not torch {release} "
+                         "on the CPU that its name says")
+    return found
+
+
+def pages_problem(pages: dict) -> str | None:
+    """The first cell of a record's pages that is not {"source": digest, "outputs": [text, ...]}."""
+    for page, cells in pages.items():
+        if not isinstance(cells, list):
+            return f"pages[{page!r}] must be a list of code cells, not {type(cells).__name__}"
+        for number, cell in enumerate(cells, start=1):
+            if not (isinstance(cell, dict) and isinstance(cell.get("source"), str)
+                    and isinstance(cell.get("outputs"), list) and all(isinstance(o, str) for o in cell["outputs"])):
+                return (f"pages[{page!r}] code cell {number} must be "
+                        f'{{"source": <digest>, "outputs": [<text>, ...]}}, not {json.dumps(cell)[:60]}')
+    return None
+
+
 def load(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text(encoding="utf8"))

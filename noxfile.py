@@ -88,7 +88,8 @@ def docs(session: nox.Session) -> None:
     """Build the book, every language, and record its outputs; arguments go to the build."""
     # The build records what it published itself, from the same --docs, --cache-root and
     # --device: a separate `records record` read the default ones whatever the build was given.
-    python(session, environment(session), *BUILD, "html", "--record", *session.posargs)
+    env = environment(session)
+    python(session, env, *BUILD, "html", "--record", *session.posargs)
 
 
 @nox.session

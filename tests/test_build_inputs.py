@@ -119,7 +119,7 @@ RECORD_CASES = [
     ("not an object", "cpu.json", lambda text: "[]",
      "{path}: must be a record (a JSON object with device, device_name, torch, cuda, python, date and pages), not list"),
     ("another release", "cpu-torch-2.14.1.json", lambda text: text,
-     "{path}: holds a cpu record of torch {torch}, not torch 2.14.1 on the CPU that its name says"),
+     "{path}: holds a record of torch {torch}, not of torch 2.14.1 as its name says"),
     ("not a release", "cpu-torch-latest.json", lambda text: text,
      "{path}: not a record name: cpu-torch-<release>.json, such as cpu-torch-2.15.0.json"),
 ]

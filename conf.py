@@ -5,6 +5,7 @@ chosen by ``-D language=...``; ``book_extensions`` derives everything that depen
 on the language or the device. Build with ``nox -s docs`` (see README.md).
 """
 
+import doctest
 import sys
 from pathlib import Path
 
@@ -83,6 +84,11 @@ html_context = {"default_mode": "auto"}
 html_last_updated_fmt = None
 html_copy_source = False
 html_show_sourcelink = False
+
+# "Check yourself" blocks state exact output: Sphinx's default adds ELLIPSIS and
+# IGNORE_EXCEPTION_DETAIL, which pass a block expecting the wrong error message. A block
+# that needs one says so (`# doctest: +ELLIPSIS`), and the doctest build lists it.
+doctest_default_flags = doctest.DONT_ACCEPT_TRUE_FOR_1
 
 # nox -s linkcheck: a host that has not answered in 30 s, twice, counts as broken.
 linkcheck_timeout = 30

@@ -83,21 +83,13 @@ def python(session: nox.Session, env: Path, *args: str, **kwargs) -> None:
     session.run(str(toolchain.python_of(env)), *args, external=True, **kwargs)
 
 
-def device_of(args: list[str]) -> str:
-    for index, arg in enumerate(args):
-        if arg == "--device" and index + 1 < len(args):
-            return args[index + 1]
-        if arg.startswith("--device="):
-            return arg.split("=", 1)[1]
-    return "cpu"
-
-
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the book, every language, and record its outputs; arguments go to the build."""
+    # The build records what it published itself, from the same --docs, --cache-root and
+    # --device: a separate `records record` read the default ones whatever the build was given.
     env = environment(session)
-    python(session, env, *BUILD, "html", *session.posargs)
-    python(session, env, "-m", "book_extensions", "records", "record", "--device", device_of(session.posargs))
+    python(session, env, *BUILD, "html", "--record", *session.posargs)
 
 
 @nox.session

@@ -88,7 +88,7 @@ def test_the_site_step_follows_configure_pages():
 
 def test_the_docs_session_hands_its_arguments_to_the_build_driver():
     # What docs_posargs's result becomes: the driver's arguments after "html".
-    assert 'python(session, env, *BUILD, "html", *session.posargs)' in (ROOT / "noxfile.py").read_text()
+    assert 'python(session, env, *BUILD, "html", "--record", *session.posargs)' in (ROOT / "noxfile.py").read_text()
 
 
 def soup(path: Path) -> BeautifulSoup:

@@ -7,7 +7,8 @@
   the words of its term list;
 - :mod:`.typography`: a CJK edition's spacing and punctuation (and a verb: long sentences);
 - :mod:`.remote_loads`: the built site loads nothing from other hosts;
-- :mod:`.leaked_paths`: no published file shows a build machine's folders.
+- :mod:`.leaked_paths`: no published file shows a build machine's folders;
+- :mod:`.doctest_options`: which doctest blocks relax the exact comparison (listed, not refused).
 
 Imports nothing.
 """

@@ -27,6 +27,9 @@ What the driver guarantees, since Sphinx alone does not:
   asked language has built, a copy of the working folders (the other languages kept from
   the current site) and the site root's files replace ``html/``; a failed or stopped build
   leaves the last good site as it was.
+- Bad input stops the build before Sphinx starts, one line per problem naming the file:
+  conf.py's settings, the release list, the records in ``results/``, the term lists and the
+  search words (:mod:`..configuration.input_files`); inside Sphinx a bad record was a crash report.
 - A rebuild with nothing changed is quick: when nothing an html build reads changed since
   a language was last published (``docs/``, ``conf.py``, ``book_extensions/``, ``results/``,
   ``examples/``, ``torch-releases.txt``, ``requirements.txt``, the offline editions, the
@@ -122,13 +125,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--confdir", type=Path, default=ROOT)
     parser.add_argument("-j", "--jobs", default="auto")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    parser.add_argument("--record", action="store_true",
+                        help="html only: once the site is published, record every code cell's outputs in "
+                             "<results>/<device>.json from the very --docs and --cache-root it was built from")
+    parser.add_argument("--results", type=Path, default=ROOT / "results", help="where --record writes")
     parser.epilog = "Arguments after -- go to sphinx-build, for example: -- -D nb_execution_timeout=30"
     own, extra = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = parser.parse_args(own)
+    if args.record and args.builder != "html":
+        parser.error("--record records what an html build published: build html")
     args.sphinx_args = extra
     # Absolute before anything reads them: Sphinx reads a relative book_cache_root from the
     # config folder, and the driver from the working directory.
-    for name in ("docs", "out", "cache_root", "confdir"):
+    for name in ("docs", "out", "cache_root", "confdir", "results"):
         setattr(args, name, getattr(args, name).resolve())
     return args
 
@@ -140,6 +149,14 @@ def misplaced_folder(args: argparse.Namespace) -> str | None:
             return (f"{option} {folder} is inside the docs folder {args.docs}: every page would see "
                     f"the build change its sources; choose a folder outside it")
     return None
+
+
+def input_problems(args: argparse.Namespace) -> list[str]:
+    """What is wrong with the files the build reads besides the pages (release list, records,
+    term lists): said here in one line each, where Sphinx would crash on them."""
+    from ..configuration import input_files
+
+    return input_files.problems(args.confdir, args.docs, args.sphinx_args)
 
 
 def compile_catalogs() -> None:
@@ -373,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     problems = settings.problems(args.confdir, args.docs, args.languages, args.sphinx_args)
     problems = problems or [problem for problem in [misplaced_folder(args)] if problem]
+    problems = problems or input_problems(args)
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
@@ -420,10 +438,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {problem}", file=sys.stderr)
             return 2
         compile_catalogs()
-        return with_signals_passed_on(args, languages, locks)
+        status = with_signals_passed_on(args, languages, locks)
+        return status or record_published(args, kernel)
     finally:
         for lock in locks:  # the build's processes are gone by now: they held them too
             os.close(lock)
+
+
+def record_published(args: argparse.Namespace, kernel) -> int:
+    """With --record, the record of what this build published: its docs, its cache (still
+    locked), its device; so a record cannot disagree with the site (``nox -s docs``)."""
+    if not args.record:
+        return 0
+    from ..records import cell_records
+
+    try:
+        cell_records.write_record(args.device, cache_dir(args.cache_root, args.device, kernel), args.docs,
+                                  args.results, settings.reference_language(args.confdir))
+    except (cell_records.RecordError, OSError) as error:
+        print(f"error: the outputs were not recorded: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def with_signals_passed_on(args: argparse.Namespace, languages: list[Language], locks: list[int]) -> int:
@@ -491,9 +526,20 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop) -> 
     return "built", inputs
 
 
+def report_doctest_relaxations(args: argparse.Namespace, language: Language) -> None:
+    """Each doctest block that does not compare exactly (conf.py's doctest_default_flags), said
+    before it runs: Sphinx trims the marks from the page, so only this says it."""
+    from ..checks.doctest_options import relaxations
+
+    for line in relaxations(args.docs / language.code):
+        print(f"[{language.code}] {line}", flush=True)
+
+
 def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
     results = {}
     for language in languages:
+        if args.builder == "doctest":
+            report_doctest_relaxations(args, language)
         results[language.code] = build_language(args, language, stop)
         if stop.signum is not None:
             return 1

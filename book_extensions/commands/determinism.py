@@ -62,7 +62,7 @@ def second_pages(docs: Path, cache: Path) -> tuple[list[tuple[str, object, Path]
     and per page, (the language the cache ran, the language run now)."""
     from jupyter_cache import get_cache
 
-    from ..execution.runner import cached_notebook
+    from ..execution.runner import cache_lock, cached_notebook
 
     languages = [lang.code for lang in book_languages() if (docs / lang.code).is_dir()]
     reference = reference_language()
@@ -71,8 +71,10 @@ def second_pages(docs: Path, cache: Path) -> tuple[list[tuple[str, object, Path]
     store = get_cache(str(cache))
     pages, ran = [], {}
     for page, notebook in notebooks[reference].items():
-        found, _, _ = cached_notebook(store, notebook) if any(c.cell_type == "code" for c in notebook.cells) \
-            else (None, None, "")
+        found = None
+        if any(c.cell_type == "code" for c in notebook.cells):
+            with cache_lock(str(cache)):  # cached_notebook may drop a damaged record
+                found, _, _ = cached_notebook(store, notebook)
         first = (executed_language(found.uri, page, languages) if found is not None else None) or reference
         now = other if first != other and page in notebooks[other] else reference
         pages.append((page, notebooks[now][page], docs / now / f"{page}.md"))
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     timeout = read(ROOT).nb_execution_timeout
     try:
         cells, found = check(args.docs, args.cache_root, timeout)
-    except release_changes.ReleasesError as error:
+    except (release_changes.ReleasesError, cell_records.RecordError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     for line in found:

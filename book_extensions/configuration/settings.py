@@ -20,6 +20,7 @@ Each problem is one line that names conf.py (or the ``-D`` override) and the key
 
 from __future__ import annotations
 
+import doctest
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -81,6 +82,21 @@ def cache_mode(value: str) -> str | None:
     # execution/runner.py's PageClient is jupyter-cache's client: any other mode bypasses it.
     return (f"is the book's to set ('cache'), not {value!r}: every page runs through its execution "
             "cache; to execute pages again, give the build another --cache-root or run `make clean-cache`")
+
+
+# doctest's option flags that let an example pass with other output than it shows.
+RELAXING_DOCTEST_FLAGS = ("ELLIPSIS", "IGNORE_EXCEPTION_DETAIL", "NORMALIZE_WHITESPACE", "SKIP")
+# sphinx.ext.doctest's default: two of them on, for every block.
+SPHINX_DOCTEST_FLAGS = doctest.DONT_ACCEPT_TRUE_FOR_1 | doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
+
+
+def exact_doctests(value: int) -> str | None:
+    relaxing = [name for name in RELAXING_DOCTEST_FLAGS if value & doctest.OPTIONFLAGS_BY_NAME[name]]
+    if not relaxing:
+        return None
+    # "Check yourself" states the exact message: a relaxation belongs to the block that needs it.
+    return (f"turns on {' and '.join(relaxing)} for every doctest ({value}): set it to "
+            "doctest.DONT_ACCEPT_TRUE_FOR_1, and relax only the example that needs it (# doctest: +ELLIPSIS)")
 
 
 def setting(default: Any = MISSING, *, types: type, rebuild: str = "env", check: Check | None = None,
@@ -182,6 +198,9 @@ class BookConfig:
     book_output_limit: int = setting(100_000, types=int, check=positive)
     nb_execution_mode: str = setting("cache", types=str, check=cache_mode, registered_by="myst_nb")
     nb_execution_timeout: int = setting(30, types=int, check=positive, registered_by="myst_nb")
+    # Sphinx's default relaxes every doctest (read() checks it where conf.py leaves it out).
+    doctest_default_flags: int = setting(SPHINX_DOCTEST_FLAGS, types=int, check=exact_doctests,
+                                         registered_by="sphinx.ext.doctest")
 
 
 TYPE_NAMES = {str: "a string", int: "a whole number", list: "a list"}
@@ -250,6 +269,9 @@ def read_resolved(confdir: Path, overrides: tuple[tuple[str, str], ...]) -> Book
         namespace = eval_config_file(path, Tags())
     except ConfigError as error:
         raise BookConfigError([f"{shown(path, Path.cwd())}: {str(error).strip().splitlines()[-1]}"]) from None
+    if "sphinx.ext.doctest" in namespace.get("extensions", ()):
+        # Sphinx's default then applies, and relaxes every doctest: checked like a value conf.py sets.
+        namespace.setdefault("doctest_default_flags", SPHINX_DOCTEST_FLAGS)
     types = {f.name: f.metadata["types"] for f in fields(BookConfig)}
     given = dict(overrides)
     for name, value in given.items():

@@ -1,6 +1,7 @@
 """Records of what every code cell printed, and their comparison (devices, releases, runs).
 
-    python -m book_extensions records record --device cuda   # after a CUDA build
+    python -m book_extensions records record --device cuda   # after a CUDA build (or a doctest one)
+    python -m book_extensions build html --record            # what nox -s docs runs: builds, then records
     python -m book_extensions records compare                # results/cpu.json vs results/cuda.json
 
 A record (``results/<device>.json``) is small, reviewable text: for every code cell
@@ -108,6 +109,10 @@ def current_digests(docs: Path, language: str | None = None) -> dict[str, list[s
             for page, nb in book_notebooks(docs, language)}
 
 
+class RecordError(Exception):
+    """Why a record cannot be made, in one line (a page the cache has not executed)."""
+
+
 def record(device: str, cache_dir: Path, docs: Path, language: str | None = None, notebooks=None) -> dict:
     """Every code cell's outputs, from the device's execution cache, for the pages of
     ``language`` (default the reference one: every language is one execution), or for
@@ -115,19 +120,23 @@ def record(device: str, cache_dir: Path, docs: Path, language: str | None = None
     import torch
     from jupyter_cache import get_cache
 
-    from ..execution.runner import cached_notebook
+    from ..execution.runner import cache_lock, cached_notebook
 
-    cache = get_cache(str(cache_dir))
     pages = {}
     executed_at = []
+    cache = get_cache(str(cache_dir)) if cache_dir.is_dir() else None
     for page, notebook in notebooks if notebooks is not None else book_notebooks(docs, language):
         cells = [c for c in notebook.cells if c.cell_type == "code"]
         if not cells:
             continue
-        found, executed, _ = cached_notebook(cache, notebook)
+        found = None
+        if cache is not None:
+            # cached_notebook drops a damaged record: a change to the database, as a build makes.
+            with cache_lock(str(cache_dir)):
+                found, executed, _ = cached_notebook(cache, notebook)
         if found is None:
-            raise SystemExit(f"error: {page_source(docs, page, language)} has no {device} execution in {cache_dir}; "
-                             "build first") from None
+            raise RecordError(f"{page_source(docs, page, language)} has no {device} execution in {cache_dir}; "
+                              "build first")
         executed_at.append(found.created)
         code = [c for c in executed.cells if c.cell_type == "code"]
         pages[page] = [
@@ -282,6 +291,58 @@ def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = No
     return found
 
 
+RECORD_FIELDS = {  # what the book reads of a record: each key, and what its value must be
+    "device": (lambda v: isinstance(v, str) and v.strip(), "a device such as 'cpu'"),
+    "device_name": (lambda v: isinstance(v, str) and v.strip(), "a non-empty string"),
+    "torch": (lambda v: isinstance(v, str) and re.fullmatch(r"\d+\.\d+\.\d+(\+[\w.]+)?", v), "a torch version such as '2.15.0+cpu'"),
+    "cuda": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "python": (lambda v: isinstance(v, str) and re.fullmatch(r"\d+(\.\d+)*\S*", v), "a Python version such as '3.11.7'"),
+    "date": (lambda v: v is None or isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v), "a date such as '2026-12-01', or null"),
+}
+
+
+def record_problems(path: Path, name: str, release: str | None = None) -> list[str]:
+    """What makes ``path`` not a record the book can read, one line each (the file called
+    ``name``); ``release``: the torch release its file name says it holds. [] when it is one.
+    The build driver asks before Sphinx starts, where a bad record was a crash report."""
+    try:
+        data = json.loads(path.read_text(encoding="utf8"))
+    except UnicodeDecodeError as error:
+        return [f"{name}: not UTF-8 (byte {error.object[error.start]:#04x} at offset {error.start})"]
+    except ValueError as error:  # JSONDecodeError: a truncated or hand-edited file
+        return [f"{name}: not valid JSON ({error}): record it again"]
+    except OSError as error:
+        return [f"{name}: cannot be read ({error.strerror or error})"]
+    if not isinstance(data, dict):
+        return [f"{name}: must be a record (a JSON object with {', '.join(RECORD_FIELDS)} and pages), "
+                f"not {type(data).__name__}"]
+    found = [f"{name}: {key!r} is missing" if key not in data else f"{name}: {key!r} must be {what}, not {data[key]!r}"
+             for key, (valid, what) in RECORD_FIELDS.items() if key not in data or not valid(data[key])]
+    pages = data.get("pages")
+    if not isinstance(pages, dict) or not pages:
+        found.append(f"{name}: 'pages' must map each page to its code cells, not {pages!r}"
+                     if "pages" in data else f"{name}: 'pages' is missing")
+    else:
+        found += [f"{name}: {problem}" for problem in [pages_problem(pages)] if problem]
+    if release is not None and not found:
+        if release_of(data) != release:  # the book would show it as that release's outputs
+            found.append(f"{name}: holds a record of torch {data['torch']}, not of torch {release} as its name says")
+    return found
+
+
+def pages_problem(pages: dict) -> str | None:
+    """The first cell of a record's pages that is not {"source": digest, "outputs": [text, ...]}."""
+    for page, cells in pages.items():
+        if not isinstance(cells, list):
+            return f"pages[{page!r}] must be a list of code cells, not {type(cells).__name__}"
+        for number, cell in enumerate(cells, start=1):
+            if not (isinstance(cell, dict) and isinstance(cell.get("source"), str)
+                    and isinstance(cell.get("outputs"), list) and all(isinstance(o, str) for o in cell["outputs"])):
+                return (f"pages[{page!r}] code cell {number} must be "
+                        f'{{"source": <digest>, "outputs": [<text>, ...]}}, not {json.dumps(cell)[:60]}')
+    return None
+
+
 def load(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text(encoding="utf8"))
@@ -345,6 +406,37 @@ def cache_dir_for(device: str, cache_root: Path) -> Path:
     return cache_dir(cache_root, device)
 
 
+def write_record(device: str, cache_dir: Path, docs: Path, results: Path, language: str | None = None) -> Path:
+    """Record the pages of ``docs`` from ``cache_dir`` into ``results/<device>.json`` (whole or
+    not at all); the build driver calls it with the very docs and cache it built from."""
+    data = record(device, cache_dir, docs, language)
+    results.mkdir(parents=True, exist_ok=True)
+    target = results / f"{device}.json"
+    partial = target.with_name(f"{target.name}.partial")
+    partial.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
+    partial.replace(target)
+    print(f"wrote {target} ({sum(map(len, data['pages'].values()))} cells)")
+    return target
+
+
+def record_command(args: argparse.Namespace) -> int:
+    """``records record``: from a cache no build is writing (the driver's lock on its root)."""
+    from filelock import FileLock, Timeout
+
+    args.cache_root.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(args.cache_root / "book-build.lock"), timeout=0):  # the build driver's flock
+            write_record(args.device, cache_dir_for(args.device, args.cache_root), args.docs, args.results)
+    except Timeout:
+        print(f"error: a build is using the execution cache {args.cache_root}: record when it has finished "
+              "(`build html --record` records what it built)", file=sys.stderr)
+        return 2
+    except RecordError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m book_extensions records", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -362,12 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "record":
-        data = record(args.device, cache_dir_for(args.device, args.cache_root), args.docs)
-        args.results.mkdir(parents=True, exist_ok=True)
-        target = args.results / f"{args.device}.json"
-        target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
-        print(f"wrote {target} ({sum(map(len, data['pages'].values()))} cells)")
-        return 0
+        return record_command(args)
 
     if args.record is not None:
         if not args.record.exists():

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             releases = list(recorded(args.results, listed(args.releases)))
             pairs = list(zip(releases, releases[1:]))
         total = report_changes(args.results, args.docs, pairs)
-    except ReleasesError as error:
+    except (ReleasesError, cell_records.RecordError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     # Comparing two named releases is the check before a torch upgrade: any change fails it.

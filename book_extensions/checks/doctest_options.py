@@ -1,0 +1,67 @@
+"""Where a "Check yourself" doctest relaxes the exact comparison, and how.
+
+conf.py's ``doctest_default_flags`` compares every example exactly, exception messages
+included (Sphinx's own default ignores an exception's message and takes ``...`` as "anything").
+A block may still relax one example (``# doctest: +ELLIPSIS``) or the whole block
+(``:options: +ELLIPSIS``, ``:skipif:``, ``:pyversion:``); Sphinx trims those marks from the
+page, so the reader cannot see them. The doctest build lists every such block before it runs
+(:func:`relaxations`, called by :mod:`..commands.build`).
+
+Standard library only: the build driver reads it before Sphinx starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from ..paths import shown
+
+# The directives of sphinx.ext.doctest whose content is compared with what the code prints.
+OPENING = re.compile(r"^\s*(`{3,}|~{3,}|:{3,})\s*\{(doctest|testoutput)\}")
+# doctest's own pattern for a directive comment on an example's source line.
+DIRECTIVE = re.compile(r"#\s*doctest:\s*([^\n'\"]*)$")
+BLOCK_OPTION = re.compile(r"^\s*:(options|skipif|pyversion):\s*(.*)$")
+
+
+def page_relaxations(text: str) -> list[tuple[int, Counter]]:
+    """(line of the block's opening, how many examples each relaxation covers) per block
+    of a MyST page that relaxes anything."""
+    found, block, fence = [], None, None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if block is None:
+            opening = OPENING.match(line)
+            if opening:
+                fence, block = opening.group(1), (number, Counter())
+            continue
+        if line.strip().startswith(fence[0] * len(fence)) and not line.strip().lstrip(fence[0]).strip():
+            if block[1]:
+                found.append(block)
+            block = None
+            continue
+        option = BLOCK_OPTION.match(line)
+        if option:
+            name, value = option.groups()
+            block[1][f"{value.strip()} (the whole block)" if name == "options" else f":{name}: {value.strip()}"] += 1
+            continue
+        directive = DIRECTIVE.search(line) if line.lstrip().startswith((">>>", "...")) else None
+        if directive:
+            for flag in directive.group(1).replace(",", " ").split():
+                block[1][flag] += 1
+    return found
+
+
+def relaxations(folder: Path) -> list[str]:
+    """One line per doctest block of a language's pages that relaxes the comparison."""
+    lines = []
+    for page in sorted(folder.rglob("*.md")):
+        try:
+            text = page.read_text(encoding="utf8")
+        except (OSError, UnicodeDecodeError):
+            continue  # the build names what is wrong with the page
+        for number, counts in page_relaxations(text):
+            what = ", ".join(f"{flag} ({count} example{'s' if count > 1 else ''})" if "(" not in flag else flag
+                             for flag, count in sorted(counts.items()))
+            lines.append(f"{shown(page, Path.cwd())}:{number}: a doctest block relaxes the exact comparison: {what}")
+    return lines

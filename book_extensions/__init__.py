@@ -22,8 +22,8 @@ in it does one job (its docstring says which) and, if it is an extension, has it
 - :mod:`.checks`: what the build refuses: :mod:`~.checks.page_sources` (what a page's source
   must be), :mod:`~.checks.parity` (the languages are the same book), :mod:`~.checks.prose`
   (no torch release named in prose, a language's terms), :mod:`~.checks.typography` (a CJK
-  edition's spacing and punctuation), :mod:`~.checks.remote_loads` (the site loads nothing
-  from other hosts) and :mod:`~.checks.leaked_paths` (no published file shows a build
+  edition's spacing and punctuation), :mod:`~.checks.remote_loads` (no output, and no page
+  of the site, loads or runs anything from other hosts) and :mod:`~.checks.leaked_paths` (no published file shows a build
   machine's folders);
 - :mod:`.site`: what the web site is made of: :mod:`~.site.readable_layout` (outputs, tables
   and inline code that read on a phone and in print), :mod:`~.site.search`,

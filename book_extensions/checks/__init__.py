@@ -6,7 +6,8 @@
 - :mod:`.prose`: no sentence names the torch release that built it; a language's prose uses
   the words of its term list;
 - :mod:`.typography`: a CJK edition's spacing and punctuation (and a verb: long sentences);
-- :mod:`.remote_loads`: the built site loads nothing from other hosts;
+- :mod:`.remote_loads`: no cell's output makes its page load or run anything from another
+  host (nor run a script at all), and the built site loads nothing from other hosts;
 - :mod:`.leaked_paths`: no published file shows a build machine's folders;
 - :mod:`.doctest_options`: which doctest blocks relax the exact comparison (listed, not refused).
 

@@ -14,7 +14,9 @@
   whose cached notebook is missing or unreadable, and a page whose outputs could not be
   stored (a full disk) is reported, with nothing half-written left in the cache;
 - every cell runs to the end (errors included); :mod:`.cell_checks` then judges each cell,
-  and a page that did not finish is reported with its cell and cause;
+  and a page that did not finish is reported with its cell and cause; an output that would
+  make its page load or run anything from another host is refused with its cell
+  (:mod:`..checks.remote_loads`);
 - each page states which torch, device and date produced its outputs, and links its
   executed notebook (:mod:`.notebook_downloads`);
 - ``book-executions.json`` beside the doctrees says which pages this build read and
@@ -39,6 +41,7 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
+from ..checks import remote_loads
 from ..configuration.messages import message
 from ..editions import offline_builders
 from ..paths import ROOT
@@ -208,6 +211,7 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
         return
     notebook = executed_notebook(app, docname)
     state.problems += check_cells(app, docname, notebook)
+    state.problems += remote_loads.check_outputs(app, docname, notebook)
     state.problems += clean_outputs(docname, doctree)
     note = provenance_note(app, exec_data)
     note += release_changes.annotate(app, docname, doctree, notebook)

@@ -1,5 +1,8 @@
 """What makes the site findable and shareable.
 
+- a Content-Security-Policy on every page of the site (and the root's index and 404): the
+  browser loads, runs and sends nothing but this site's files, whatever a page holds
+  (:mod:`..checks.remote_loads` refuses such pages first, naming the cell or file);
 - Open Graph tags on every page, by sphinxext-opengraph (title, description, locale,
   and the page's absolute URL when ``book_base_url`` is set; none without it);
 - only the theme's message catalogs of the language built;
@@ -29,6 +32,23 @@ LICENCES = {
     "text": ("CC BY-SA 4.0", "https://creativecommons.org/licenses/by-sa/4.0/"),
     "code": ("MIT-0", "https://spdx.org/licenses/MIT-0.html"),
 }
+
+
+# What the browser may load on the site's pages: only this site's files, and the data:
+# images and fonts its stylesheets inline. Inline scripts and styles are the theme's and the
+# book's own (first_paint inlines each page's CSS); no output has any (remote_loads). Neither
+# frame-ancestors nor reporting works from a <meta>; a <meta> covers what comes after it, so
+# it is the first tag after the charset and viewport.
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self' 'unsafe-inline'; "
+                           "style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
+                           "object-src 'none'; base-uri 'self'; form-action 'self'")
+
+
+def add_content_security_policy(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """The web site's pages only: the offline editions are files, printed or read offline."""
+    if app.builder.name == "html":
+        meta = f'<meta http-equiv="Content-Security-Policy" content="{escape(CONTENT_SECURITY_POLICY)}">\n'
+        context["metatags"] = meta + context.get("metatags", "")
 
 
 def description(doctree: nodes.document | None, limit: int = 200) -> str:
@@ -139,3 +159,4 @@ def setup(app: Sphinx) -> None:
     app.connect("html-page-context", add_description, priority=400)
     app.connect("html-page-context", add_footer)
     app.connect("html-page-context", drop_relative_page_url, priority=600)
+    app.connect("html-page-context", add_content_security_policy, priority=900)

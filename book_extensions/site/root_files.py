@@ -20,7 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..configuration.languages import source_pages
 from ..configuration.settings import Language
-from .meta_and_footer import MANIFEST
+from .meta_and_footer import CONTENT_SECURITY_POLICY, MANIFEST
 
 # Each root file is a template of root_templates/, rendered with every value escaped for
 # its format (HTML and XML; robots.txt is plain text).
@@ -64,7 +64,7 @@ def write(site: Path, doctrees: Path, languages: list[Language], docs: Path, suf
         return problem
     base = manifests[languages[0].code]["base_url"]
     values = {"languages": languages, "manifests": manifests, "base": base,
-              "title": manifests[languages[0].code]["root_title"],
+              "title": manifests[languages[0].code]["root_title"], "policy": CONTENT_SECURITY_POLICY,
               "choices": [{"code": lang.code, "hreflang": lang.hreflang} for lang in languages]}
     for name in ("index.html", "404.html", "robots.txt"):
         (site / name).write_text(TEMPLATES.get_template(name).render(values), encoding="utf8")

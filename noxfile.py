@@ -177,8 +177,9 @@ def epub(session: nox.Session) -> None:
 
 @nox.session
 def serve(session: nox.Session) -> None:
-    """Live preview of one language (default: the first of conf.py): ``nox -s serve -- zh``."""
-    python(session, environment(session), "-m", "book_extensions", "serve", *session.posargs[:1])
+    """Live preview of one language (default: the first of conf.py): ``nox -s serve -- zh``; other
+    arguments go to the command (``-- zh --out X --cache-root Y``: folders of its own)."""
+    python(session, environment(session), "-m", "book_extensions", "serve", *session.posargs)
 
 
 @nox.session

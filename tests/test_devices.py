@@ -170,3 +170,106 @@ def test_the_device_page_and_the_release_notes_tell_repeated_cells_apart(build_f
     assert '<details class="book-release-output">' in cells[1]
     assert "book-release-output" not in cells[2]
     assert "On torch 1.0.0, 1 cell prints something else" in page
+
+
+# --- what a cell shows besides text: figures, HTML, JSON --------------------------------
+
+def shown_record(torch, media, outputs=("<Figure size 640x480 with 1 Axes>",)):
+    data = record(torch=torch, page=[("s1", list(outputs))])
+    data["format"] = cell_records.FORMAT
+    if media:
+        data["pages"]["page"][0]["media"] = media
+    return data
+
+
+def test_a_changed_image_is_a_behaviour_difference(tmp_path, capsys):
+    cpu = shown_record("2.13.0+cpu", ["image/png 1111111111111111"])
+    cuda = shown_record("2.13.0+cu130", ["image/png 2222222222222222"])
+    [found] = cell_records.compare(cpu, cuda)
+    assert (found.kind, found.fails, found.detail) == ("behaviour", True, "CPU and CUDA show a different image/png")
+    assert cell_records.compare(cpu, shown_record("2.13.0+cu130", ["image/png 1111111111111111"])) == []
+    # One side shows a figure the other does not.
+    [found] = cell_records.compare(cpu, shown_record("2.13.0+cu130", []))
+    assert found.detail == "CPU and CUDA show a different image/png"
+    (tmp_path / "cpu.json").write_text(json.dumps(cpu))
+    (tmp_path / "cuda.json").write_text(json.dumps(cuda))
+    assert cell_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "/en/page.md code cell 1: CPU and CUDA show a different image/png" in out
+    assert "1 behaviour differences" in out and "only text compared" not in out
+
+
+def test_a_record_made_before_the_digests_is_compared_on_its_text_and_says_so(tmp_path, capsys):
+    old = record(page=[("s1", ["<Figure size 640x480 with 1 Axes>"])])  # no "format": text only
+    new = shown_record("2.13.0+cu130", ["image/png 2222222222222222"])
+    assert cell_records.compare(old, new) == []
+    (tmp_path / "cpu.json").write_text(json.dumps(old))
+    (tmp_path / "cuda.json").write_text(json.dumps(new))
+    assert cell_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
+    assert ("note: only text compared: the record of cpu.json predates the digests of images, HTML and the "
+            "other kinds a page shows; record it again to compare them") in capsys.readouterr().out
+
+
+def test_a_cpu_run_is_held_to_an_older_record_of_its_release_on_what_that_holds(tmp_path, capsys):
+    # The GPU job's rehearsal: cpu-torch-<release>.json recorded before the digests.
+    old = record(torch="2.11.0+cpu", page=[("s1", ["<Figure size 640x480 with 1 Axes>"])])
+    old["device"] = "cpu"
+    (tmp_path / "cpu-torch-2.11.0.json").write_text(json.dumps(old))
+    run = shown_record("2.11.0+cpu", ["image/png 2222222222222222"])
+    run["device"] = "cpu"
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    assert cell_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path),
+                              "--record", str(tmp_path / "run.json")]) == 0
+    out = capsys.readouterr().out
+    assert "only text compared: the record of cpu-torch-2.11.0.json predates" in out
+    assert "record identical to" in out
+
+
+def png(pixels: list[tuple[int, int, int]], note: str = "") -> str:
+    import base64
+    import io
+
+    from PIL import Image, PngImagePlugin
+
+    image = Image.new("RGB", (len(pixels), 1))
+    image.putdata(pixels)
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Software", note)
+    buffer = io.BytesIO()
+    image.save(buffer, format="png", pnginfo=info)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_each_kind_is_digested_by_what_a_reader_sees():
+    entry = cell_records.media_entry
+    # A raster image by its pixels: its metadata (matplotlib's version) aside.
+    assert entry("image/png", png([(0, 0, 0), (255, 0, 0)], "one")) == entry("image/png", png([(0, 0, 0), (255, 0, 0)], "two"))
+    assert entry("image/png", png([(0, 0, 0), (255, 0, 0)])) != entry("image/png", png([(0, 0, 0), (255, 0, 1)]))
+    # matplotlib's SVG without svg.hashsalt: a date and random ids, on every save.
+    svg = ('<svg><metadata><dc:date>{date}</dc:date></metadata><defs><path id="{m}" d="M 0 0"/>'
+           '<clipPath id="{p}"><rect/></clipPath></defs><g clip-path="url(#{p})"><use xlink:href="#{m}" x="{x}"/></g></svg>')
+    one = entry("image/svg+xml", svg.format(date="2026-12-01", m="m1a2b", p="p3c4d", x=1))
+    assert one == entry("image/svg+xml", svg.format(date="2026-12-05", m="m9f8e", p="p7d6c", x=1))
+    assert one != entry("image/svg+xml", svg.format(date="2026-12-05", m="m9f8e", p="p7d6c", x=2))
+    # HTML with an address, blanked as on the page; JSON by its content, keys in any order.
+    assert entry("text/html", "<b>at 0x7f1234567890</b>") == entry("text/html", "<b>at 0x7f0987654321</b>")
+    assert entry("text/html", "<b>0.25</b>") != entry("text/html", "<b>0.5</b>")
+    assert entry("application/json", {"a": 1, "b": 2}) == entry("application/json", {"b": 2, "a": 1})
+    assert entry("text/markdown", ["a\n", "b"]) == entry("text/markdown", "a\nb")
+    # Glued kinds are recorded as the kind the page pastes.
+    glued = {"output_type": "display_data", "data": {"application/papermill.record/text/plain": "<SVG>",
+                                                      "application/papermill.record/image/svg+xml": svg.format(
+                                                          date="d", m="m", p="p", x=1)}}
+    assert cell_records.media([glued]) == [one]
+    assert cell_records.media([{"output_type": "stream", "name": "stdout", "text": "x"}]) == []
+
+
+def test_a_kind_no_record_can_compare_is_refused_in_one_line():
+    shown = {"output_type": "display_data", "data": {"text/plain": "<Widget>",
+                                                     "application/vnd.jupyter.widget-view+json": {"model_id": "5f1c"}}}
+    with pytest.raises(cell_records.UncomparableOutput) as refused:
+        cell_records.media([shown], "docs/en/page.md: code cell 3")
+    assert str(refused.value) == (
+        "docs/en/page.md: code cell 3 shows application/vnd.jupyter.widget-view+json, which no record can compare "
+        "(nor `nox -s determinism`): show it as text, HTML, Markdown, LaTeX, JSON, SVG or a PNG, JPEG, GIF or WebP image")
+    assert cell_records.media([shown]) == []  # the book's folds leave it out; recording refuses it

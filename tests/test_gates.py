@@ -219,6 +219,28 @@ def test_a_cell_that_prints_differently_on_each_run_is_found(build_fixture):
     assert "2 code cells executed twice: 1 printed differently" in check.stdout
 
 
+def test_a_figure_or_html_that_changes_on_each_run_is_found(build_fixture):
+    # Their text is the same on every run ("<Figure …>", "<IPython.core.display.HTML object>"):
+    # only what they show differs. The same drawing, as PNG (the inline backend) and as an SVG
+    # with matplotlib's random ids and date, passes.
+    import json
+
+    build = build_fixture("nondeterministic_media", "html", "--language", "en")
+    assert build.returncode == 0, build.output
+    notebook = json.loads((build.site() / "en" / "_notebooks" / "index.ipynb").read_text(encoding="utf8"))
+    shown = [sorted(o.get("data", {})) for c in notebook["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    assert shown == [["image/png", "text/plain"], ["image/svg+xml", "text/plain"],
+                     ["image/png", "text/plain"], ["text/html", "text/plain"]], shown
+    check = determinism(FIXTURES / "nondeterministic_media" / "docs", build.cache)
+    assert check.returncode == 1, check.stdout + check.stderr
+    page = "error: tests/fixtures/nondeterministic_media/docs/en/index.md"
+    assert check.stderr.splitlines() == [
+        f"{page}: code cell 4 showed a different image/png in two executions: seed it, sort it, or show less",
+        f"{page}: code cell 5 showed a different text/html in two executions: seed it, sort it, or show less",
+    ]
+    assert "5 code cells executed twice: 2 printed differently" in check.stdout
+
+
 def test_an_unreadable_cache_is_one_line_naming_it(tmp_path):
     from book_extensions.execution.cache_key import cache_dir
 

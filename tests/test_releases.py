@@ -132,6 +132,37 @@ def test_an_older_release_that_printed_something_else_is_shown_under_the_cell(tm
         assert {"Release notes, cell 2", "版本说明，第 2 个代码单元"} & set(links), links
 
 
+@pytest.mark.fixture
+def test_an_older_release_that_showed_something_else_says_so_under_the_cell(tmp_path):
+    # The same text, but the record says the cell showed an image there: the fold says which
+    # kind differs (the book has no older figure to show), and a record made before the
+    # digests says nothing about it.
+    docs = FIXTURES / "release_notes" / "docs"
+    [first, second] = cell_records.current_digests(docs)["index"]
+    current = torch_version().split("+")[0]
+    results = tmp_path / "results"
+    results.mkdir()
+    for release, format_ in (("1.0.0", None), ("1.1.0", 2)):
+        data = {**record(release, []), **({"format": format_} if format_ else {})}
+        data["pages"] = {"index": [{"source": first, "outputs": ["the same on every release\n"]},
+                                   {"source": second, "outputs": ["what the current release prints\n"],
+                                    "media": ["image/png 1111111111111111"]}]}
+        release_changes.record_path(results, release).write_text(json.dumps(data))
+    listing = tmp_path / "torch-releases.txt"
+    listing.write_text(f"1.0.0\n1.1.0\n{current}\n")
+    build = build_book(docs, tmp_path, sphinx=("-D", f"book_results_dir={results}",
+                                               "-D", f"book_releases_file={listing}"))
+    assert build.returncode == 0, build.output
+    for language, printed, other in (("en", "Output on torch 1.1.0 (differs from the above)",
+                                      "(the same text, and a different image/png)"),
+                                     ("zh", "torch 1.1.0 上的输出（与上面不同）", "（文本相同，image/png 不同）")):
+        page = (build.site() / language / "index.html").read_text(encoding="utf8")
+        cells = page.split('id="cell-')
+        assert "book-release-output" not in cells[1]
+        assert re.findall(r"<summary>([^<]*)</summary>", cells[2]) == [printed]  # not 1.0.0's
+        assert other in re.sub(r"<[^>]+>", "", cells[2])
+
+
 # --- the book's own records -------------------------------------------------------
 
 RESULTS = FIXTURES.parent.parent / "results"
@@ -201,3 +232,28 @@ def test_comparing_two_named_releases_fails_on_any_change(tmp_path):
     assert run("--from", "2.16.0", "--to", "2.16.1").returncode == 0
     missing = run("--from", "2.15.0", "--to", "2.17.0")
     assert missing.returncode == 2 and "no record of torch 2.17.0" in missing.stderr
+
+
+def test_a_figure_drawn_differently_by_another_release_is_a_change(tmp_path):
+    docs = FIXTURES / "release_notes" / "docs"
+    [first, second] = cell_records.current_digests(docs)["index"]
+    for release, drawn, format_ in (("2.14.0", "1111111111111111", None), ("2.15.0", "1111111111111111", 2),
+                                    ("2.16.0", "2222222222222222", 2)):
+        data = record(release, [])
+        data["pages"] = {"index": [{"source": first, "outputs": ["same\n"]},
+                                   {"source": second, "outputs": ["<Figure size 640x480 with 1 Axes>"],
+                                    "media": [f"image/png {drawn}"]}]}
+        if format_:
+            data["format"] = format_
+        release_changes.record_path(tmp_path, release).write_text(json.dumps(data))
+    run = lambda *args: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "book_extensions", "releases", "changes", "--results", str(tmp_path),
+         "--docs", str(docs), *args], capture_output=True, text=True)
+    changed = run("--from", "2.15.0", "--to", "2.16.0")
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "torch 2.15.0 -> 2.16.0: 2 cells compared, 1 changed" in changed.stdout
+    assert "docs/en/index.md code cell 2: 'image/png 1111111111111111' -> 'image/png 2222222222222222'" in changed.stdout
+    # A record made before the digests: its text is compared, and the command says what is not.
+    older = run("--from", "2.14.0", "--to", "2.15.0")
+    assert older.returncode == 0, older.stdout + older.stderr
+    assert "note: only text compared: the record of torch 2.14.0 predates the digests" in older.stdout

@@ -127,3 +127,26 @@ def test_a_second_session_waits_for_the_one_installing(fake_toolchain):
     second.join(timeout=120)
     assert not second.is_alive()
     assert "bookextra" in installed(env)
+
+
+@pytest.mark.fixture
+def test_an_update_waits_for_a_build_running_on_the_environment(fake_toolchain):
+    import threading
+
+    fake_toolchain.write_text("torch==9.9.9\nbookpin==1.0\n")
+    env = toolchain.ensure("9.9.9")
+    building = toolchain.hold_shared(env)  # as a build holds it for its whole run
+    fake_toolchain.write_text("torch==9.9.9\nbookpin==1.0\nbookextra==1.0\n")  # requirements.txt edited meanwhile
+    said = []
+    try:
+        second = threading.Thread(target=toolchain.ensure, args=("9.9.9",), kwargs={"log": said.append})
+        second.start()
+        second.join(timeout=3)
+        assert second.is_alive() and "bookextra" not in installed(env)  # nothing replaced under the build
+        assert said == [f"waiting for {env.relative_to(toolchain.ROOT)}/: a build (or `nox -s serve`) is running "
+                        "on it, and requirements.txt changed; it is updated once they end"]
+    finally:
+        os.close(building)
+    second.join(timeout=120)
+    assert not second.is_alive()
+    assert "bookextra" in installed(env)

@@ -37,7 +37,9 @@ What the driver guarantees, since Sphinx alone does not:
   published with, Sphinx is not started for it: ``[en] html unchanged in 0.3 s``. Other
   builders always run: they check (doctests, links) or feed the editions.
 - One build at a time: a lock in the execution cache and one in ``<out>/<device>/``, held by
-  Sphinx and its readers too, so that a killed driver leaves them locked until they end. Paths
+  Sphinx and its readers too, so that a killed driver leaves them locked until they end; the
+  live preview (``nox -s serve``) holds the same. A build also holds its toolchain shared
+  (``.toolchain/torch-<release>.lock``), so that requirements.txt's re-sync waits for it. Paths
   are made absolute before anything reads them. SIGTERM and SIGINT go on to Sphinx (in a
   process group of its own) and its kernels; the driver waits until every process the
   build started is gone (ending any left behind, also after a normal build), and only
@@ -384,6 +386,62 @@ def hold_lock(path: Path) -> int | None:
     return fd
 
 
+LOCK = "book-build.lock"
+
+
+def hold_build_locks(args: argparse.Namespace, holder: str = "") -> tuple[list[int], str | None]:
+    """What a build holds for its whole run, or the one line that says why it cannot start: a lock
+    in its execution cache and one in its output folder (two builds writing one jupyter-cache, or
+    one output folder, at once can corrupt it), and a shared lock on the Python environment it runs
+    from, so that no session updates it meanwhile (:func:`.toolchain.hold_shared`). The live
+    preview takes the same (:mod:`.serve`, ``holder``: how a refused build names it)."""
+    from .toolchain import ToolchainError, hold_shared
+
+    device_dir = args.out / args.device
+    locks: list[int] = []
+    problem = None
+    for folder, option, using in ((args.cache_root, "--cache-root", f"using the execution cache {args.cache_root}"),
+                                  (device_dir, "--out", f"writing {device_dir}")):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            lock = hold_lock(folder / LOCK)
+        except OSError as error:
+            problem = f"cannot write {folder}: {error.strerror or error}"
+            break
+        if lock is None:
+            problem = busy(folder / LOCK, using, option, preview=bool(holder))
+            break
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, holder.encode(), 0)  # who holds it, for a refused build to say
+        locks.append(lock)
+    if problem is None:
+        try:
+            shared = hold_shared()
+        except ToolchainError as error:
+            problem = str(error)
+        else:
+            locks += [shared] if shared is not None else []
+    if problem is not None:
+        for lock in locks:
+            os.close(lock)
+        return [], problem
+    return locks, None
+
+
+def busy(lock: Path, using: str, option: str, preview: bool) -> str:
+    """Why a build (or, with ``preview``, the live preview) cannot take a lock that is held."""
+    try:
+        holder = lock.read_text(encoding="utf8").strip()
+    except (OSError, UnicodeDecodeError):
+        holder = ""
+    who = holder or "another build"
+    if preview:
+        return f"{who} is {using}: wait for it to finish, then start the preview again"
+    if holder:
+        return f"{who} is {using}: stop it, or give this build its own {option}"
+    return f"another build is {using}: wait for it to finish, or give this one its own {option}"
+
+
 # --- the build ------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,24 +466,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"{', '.join(lang.code for lang in languages)}", file=sys.stderr)
             return 2
         languages = [lang for lang in languages if lang.code in args.languages]
-    # Two builds writing one jupyter-cache, or one output folder, at once can corrupt it.
     device_dir = args.out / args.device
-    locks = []
+    locks, problem = hold_build_locks(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
-        for folder, busy in ((args.cache_root, f"another build is using the execution cache {args.cache_root}: "
-                              "wait for it to finish, or give this one its own --cache-root"),
-                             (device_dir, f"another build is writing {device_dir}: wait for it to finish, "
-                              "or give this one its own --out")):
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-                lock = hold_lock(folder / "book-build.lock")
-            except OSError as error:
-                print(f"error: cannot write {folder}: {error.strerror or error}", file=sys.stderr)
-                return 2
-            if lock is None:
-                print(f"error: {busy}", file=sys.stderr)
-                return 2
-            locks.append(lock)
         publish.recover(device_dir)
         # The kernel's torch and Python, not this process's, name the cache and the pages.
         try:
@@ -455,7 +501,7 @@ def record_published(args: argparse.Namespace, kernel) -> int:
     try:
         cell_records.write_record(args.device, cache_dir(args.cache_root, args.device, kernel), args.docs,
                                   args.results, settings.reference_language(args.confdir))
-    except (cell_records.RecordError, OSError) as error:
+    except (cell_records.RecordError, cell_records.UncomparableOutput, OSError) as error:
         print(f"error: the outputs were not recorded: {error}", file=sys.stderr)
         return 1
     return 0

@@ -5,8 +5,10 @@
 A page served from the cache hides a cell that prints the time, an unseeded random
 number or a set's order: its output was right once, and the next cold build differs.
 This executes every page once more, into a scratch cache, and compares each code
-cell's outputs with what the build's cache holds (build first: ``nox -s docs``).
-Object addresses are blanked on both sides, as on the pages.
+cell's outputs with what the build's cache holds (build first: ``nox -s docs``): the text
+and every other kind a cell shows (figures, HTML, Markdown, JSON, by
+:func:`..records.cell_records.media_entry`; a kind nothing can compare is refused). Object
+addresses are blanked on both sides, as on the pages.
 
 One execution serves every language (the cache is keyed on code without comments and
 docstrings, :mod:`book_extensions.execution.code_comments`), so the second execution runs the page
@@ -37,9 +39,16 @@ def differences(first: dict, second: dict, docs: Path, ran: dict[str, tuple[str,
     for page, cells in first["pages"].items():
         one, two = (ran or {}).get(page, (reference_language(),) * 2)
         for number, (a, b) in enumerate(zip(cells, second["pages"].get(page, [])), start=1):
+            page_one, page_two = (shown(docs / language / f"{page}.md", Path.cwd()) for language in (one, two))
+            if a["outputs"] == b["outputs"] and a.get("media", []) != b.get("media", []):
+                # Text alike, but a figure, HTML or JSON not: say which kind (its digests mean nothing to a reader).
+                kind = cell_records.compare_media(a.get("media", []), b.get("media", []))[-1]["shown"]
+                pages = page_one if one == two else f"{page_one} and {page_two}"
+                found.append(f"{pages}: code cell {number} showed a different {kind} in two executions"
+                             f"{'' if one == two else ', one of each page'}: seed it, sort it, or show less")
+                continue
             if a["outputs"] != b["outputs"]:
                 left, right = release_changes.excerpt(" | ".join(a["outputs"]), " | ".join(b["outputs"]))
-                page_one, page_two = (shown(docs / language / f"{page}.md", Path.cwd()) for language in (one, two))
                 if one == two:
                     found.append(f"{page_one}: code cell {number} printed differently in two "
                                  f"executions: {left!r} then {right!r}; seed it, sort it, or print less")
@@ -102,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     timeout = read(ROOT).nb_execution_timeout
     try:
         cells, found = check(args.docs, args.cache_root, timeout)
-    except (release_changes.ReleasesError, cell_records.RecordError) as error:
+    except (release_changes.ReleasesError, cell_records.RecordError, cell_records.UncomparableOutput) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     for line in found:

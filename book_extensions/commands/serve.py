@@ -4,6 +4,11 @@
 
 Runs sphinx-autobuild with the same Sphinx options as the real build, so what
 you preview is what ``nox -s docs`` publishes (warnings show, but don't stop it).
+It writes the build's own folders (``_build/<device>/doctrees/``, ``html-work/``, the
+execution cache), so it holds the build's locks for as long as it runs: a build started
+meanwhile is refused in one line naming the preview, and the preview does not start while
+a build runs (``--out`` and ``--cache-root`` give it folders of its own). It holds its
+toolchain shared too, as a build does (:func:`.build.hold_build_locks`).
 """
 
 from __future__ import annotations
@@ -11,9 +16,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from ..paths import ROOT
-from .build import book_languages, sphinx_command
+from .build import book_languages, hold_build_locks, misplaced_folder, sphinx_command
 from .build import parse_args as build_args
 
 
@@ -23,14 +29,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("language", nargs="?", help="a language of conf.py (default: the first)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--port", default="8000")
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="folder with one sub-folder per language")
+    parser.add_argument("--out", type=Path, default=ROOT / "_build")
+    parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
     args = parser.parse_args(argv)
     languages = {lang.code: lang for lang in book_languages(ROOT)}
     args.language = args.language or next(iter(languages))
     if args.language not in languages:
         print(f"error: unknown language {args.language!r} (known: {', '.join(languages)})", file=sys.stderr)
         return 2
-    command = sphinx_command(build_args(["html", "--device", args.device]), languages[args.language],
-                             ROOT / "docs", ROOT / "_build")
+    build = build_args(["html", "--device", args.device, "--docs", str(args.docs), "--out", str(args.out),
+                        "--cache-root", str(args.cache_root)])
+    problem = misplaced_folder(build)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    command = sphinx_command(build, languages[args.language], build.docs, build.out)
     sphinx_options = [a for a in command[3:] if a != "-W"]  # drop "python -m sphinx"
     autobuild = [
         sys.executable, "-m", "sphinx_autobuild", *sphinx_options,
@@ -38,4 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         "--watch", str(ROOT / "examples"),
         "--ignore", "*.jupyter_cache*", "--ignore", "*/jupyter_execute/*",
     ]
+    # The pid stays the same through exec: the preview named here is the one that runs.
+    locks, problem = hold_build_locks(build, holder=f"the live preview (`nox -s serve`, pid {os.getpid()})")
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    for lock in locks:  # kept open through exec: sphinx-autobuild holds them until it ends
+        os.set_inheritable(lock, True)
     os.execv(sys.executable, autobuild)

@@ -10,7 +10,9 @@ project's own pins as pip's constraints (``PIP_CONSTRAINT``), so that a constrai
 by the machine (``pip config list``) can neither change nor block what is installed.
 A stamp of the pins lets an unchanged environment start without asking pip anything.
 One session at a time creates or updates an environment (a lock beside it; the others
-wait), and a package that ``requirements.txt`` no longer names is uninstalled.
+wait), and a package that ``requirements.txt`` no longer names is uninstalled. A build holds
+the same lock shared for its whole run (:func:`hold_shared`), so an update waits until no
+build is running on the environment, and a build does not start while one is updating it.
 
 Standard library only: the noxfile imports this before any environment exists.
 """
@@ -90,20 +92,63 @@ def in_sync(env: Path, digest: str) -> bool:
     return python_of(env).exists() and stamp.exists() and stamp.read_text().strip() == digest
 
 
+def lock_file(env: Path) -> Path:
+    """The environment's lock: beside it, since creating an environment clears its folder."""
+    return env.with_name(env.name + ".lock")
+
+
+def only_readers(lock: Path) -> bool:
+    """Whether the lock is held shared only (builds running), not by a session installing."""
+    with open(lock) as probe:
+        try:
+            fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+
 @contextmanager
 def locked(env: Path, log):
-    """One session at a time creates or updates an environment; another waits, saying so.
+    """One session at a time creates or updates an environment, and only while no build runs
+    on it; another waits, saying for what.
 
-    The lock file sits beside the environment (creating one clears its folder), and is
-    an flock: the kernel frees it when its holder dies, and it needs no package."""
+    The lock file sits beside the environment, and is an flock: the kernel frees it when its
+    holder dies, and it needs no package."""
     env.parent.mkdir(parents=True, exist_ok=True)
-    with open(env.with_name(env.name + ".lock"), "w") as handle:
+    with open(lock_file(env), "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            log(f"waiting for {shown(env, ROOT)}/: another session is creating or updating it")
+            if only_readers(lock_file(env)):
+                log(f"waiting for {shown(env, ROOT)}/: a build (or `nox -s serve`) is running on it, and "
+                    "requirements.txt changed; it is updated once they end")
+            else:
+                log(f"waiting for {shown(env, ROOT)}/: another session is creating or updating it")
             fcntl.flock(handle, fcntl.LOCK_EX)
         yield
+
+
+def hold_shared(prefix: Path | None = None) -> int | None:
+    """A shared lock on the environment a build runs from (default: this Python's), for the
+    build to hold until it ends (the descriptor goes to its children too): no session updates
+    the environment under it. None when that Python is no environment of ours (the GPU machine's
+    own); ToolchainError when a session is creating or updating it, or an update was left unfinished."""
+    env = Path(sys.prefix if prefix is None else prefix)
+    if not (env / "book-pins.txt").exists():  # written by ensure(), kept while it updates
+        return None
+    fd = os.open(lock_file(env), os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ToolchainError(f"{shown(env, ROOT)}/ is being created or updated by another session "
+                             "(requirements.txt changed): build again once it is done") from None
+    if not (env / STAMP).exists():
+        os.close(fd)
+        release = env.name.removeprefix("torch-")
+        raise ToolchainError(f"{shown(env, ROOT)}/ was left half-updated (its update failed or was stopped): "
+                             f"finish it with `python3 -m book_extensions toolchain {release}`, then build again")
+    return fd
 
 
 KEPT = {"pip", "setuptools", "wheel"}  # the environment's own tools, pinned or not

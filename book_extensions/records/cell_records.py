@@ -7,9 +7,14 @@
 A record (``results/<device>.json``) is small, reviewable text: for every code cell
 of the book, in page order, a digest of its code (without its comments and docstrings,
 :mod:`..execution.code_comments`: rewording a comment, or translating it, leaves a record current) and
-what it printed (text, or ``Error: message``). Records are compared cell by cell at the same position of a page
+what it printed (text, or ``Error: message``), and a digest of everything else it showed
+(``media``: HTML, Markdown, LaTeX, JSON, SVG and raster images, each by a rendering that equal
+outputs share, :func:`media_entry`); a kind no rendering is known for is refused, in one line
+naming the page and the cell. Records are compared cell by cell at the same position of a page
 (a page may hold the same code twice); the digest says whether the cell there is still
-the same code, else it is missing or stale.
+the same code, else it is missing or stale. A record written before the digests existed (no
+``format``: :data:`FORMAT`) is still read: beside it, only the text is compared, and the
+commands say so.
 :func:`compare` normalises what is expected to differ between devices (device strings,
 ``torch.cuda.FloatTensor``, float noise within :data:`RTOL`/:data:`ATOL`, and, when the
 two runs used different torch versions, the wording of messages) and reports the rest
@@ -51,6 +56,13 @@ DEVICE_NOISE = [
 
 
 GLUED = "application/papermill.record/text/plain"
+GLUE_PREFIX = "application/papermill.record/"  # myst-nb's glue: what the page pastes, under its own kind
+# 2: every cell's non-text outputs digested (``media``); records without ``format`` predate that.
+FORMAT = 2
+
+
+class UncomparableOutput(Exception):
+    """An output of a kind that records cannot compare: one line naming the page, cell and kind."""
 
 
 def source_digest(source: str) -> str:
@@ -72,6 +84,89 @@ def output_text(output) -> str:
         text = (data.get("text/plain") or data.get(GLUED)
                 or "[" + ", ".join(sorted(data)) + "]")
     return ADDRESS.sub(ADDRESS_PLACEHOLDER, text)
+
+
+# What a page shows besides text/plain, by kind, and how a record reduces each to a digest
+# that equal outputs share and different ones do not.
+TEXT_KINDS = ("text/html", "text/markdown", "text/latex", "application/javascript")
+RASTER_KINDS = ("image/png", "image/jpeg", "image/gif", "image/webp")
+COMPARED_KINDS = ("text/plain", *TEXT_KINDS, "application/json", "image/svg+xml", *RASTER_KINDS)
+
+SVG_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
+SVG_ID = re.compile(r'(?<=\bid=")[^"]+(?=")|(?<=url\(#)[^)]+(?=\))|(?<=href="#)[^"]+(?=")')
+
+
+def svg_rendering(text: str) -> str:
+    """An SVG as equal drawings share it: matplotlib stamps its metadata with the date and, unless
+    ``svg.hashsalt`` is set (:mod:`..kernel.figures` sets it), names its clip paths and markers
+    from a random salt; the metadata goes and every id is numbered in order of first use."""
+    text = SVG_METADATA.sub("", text)
+    ids: dict[str, str] = {}
+    for found in re.finditer(r'\bid="([^"]+)"', text):
+        ids.setdefault(found.group(1), f"id{len(ids)}")
+    return SVG_ID.sub(lambda found: ids.get(found.group(), found.group()), text)
+
+
+def raster_rendering(encoded: str) -> bytes:
+    """A raster image by its pixels, decoded (Pillow, which matplotlib requires): what a reader
+    sees, whatever metadata or compression the file carries."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(base64.b64decode(encoded))) as image:
+        frames = []
+        for frame in range(getattr(image, "n_frames", 1)):
+            image.seek(frame)
+            pixels = image.convert("RGBA")
+            frames.append(f"{pixels.size}".encode() + pixels.tobytes())
+    return b"\0".join(frames)
+
+
+def media_entry(kind: str, value) -> str | None:
+    """``"<kind> <digest>"`` for one shown kind of an output, or None when records cannot compare it."""
+    from ..execution.cell_checks import ADDRESS, ADDRESS_PLACEHOLDER
+
+    if isinstance(value, list):  # nbformat may keep a text as its lines
+        value = "".join(value)
+    if kind in TEXT_KINDS:
+        rendering = ADDRESS.sub(ADDRESS_PLACEHOLDER, value).encode("utf8")
+    elif kind == "application/json":
+        rendering = json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf8")
+    elif kind == "image/svg+xml":
+        rendering = svg_rendering(value).encode("utf8")
+    elif kind in RASTER_KINDS:
+        rendering = raster_rendering(value)
+    else:
+        return None
+    return f"{kind} {hashlib.sha256(rendering).hexdigest()[:16]}"
+
+
+def shown_kinds(output) -> list[tuple[str, object]]:
+    """(kind, value) of everything an output shows besides its text (a glued output's kinds
+    without glue's prefix), in a stable order."""
+    if output["output_type"] not in ("display_data", "execute_result"):
+        return []
+    data = {(kind[len(GLUE_PREFIX):] if kind.startswith(GLUE_PREFIX) else kind): value
+            for kind, value in output.get("data", {}).items()}
+    return sorted(((kind, value) for kind, value in data.items() if kind != "text/plain"), key=lambda item: item[0])
+
+
+def media(outputs: list, where: str | None = None) -> list[str]:
+    """The digest entries of a cell's outputs; with ``where`` (how a message names the page and
+    cell), a kind records cannot compare is refused, else it is left out."""
+    entries = []
+    for output in outputs:
+        for kind, value in shown_kinds(output):
+            entry = media_entry(kind, value)
+            if entry is None and where is not None:
+                raise UncomparableOutput(
+                    f"{where} shows {kind}, which no record can compare (nor `nox -s determinism`): "
+                    "show it as text, HTML, Markdown, LaTeX, JSON, SVG or a PNG, JPEG, GIF or WebP image")
+            if entry is not None:
+                entries.append(entry)
+    return entries
 
 
 def joined_streams(outputs: list) -> list:
@@ -139,12 +234,10 @@ def record(device: str, cache_dir: Path, docs: Path, language: str | None = None
                               "build first")
         executed_at.append(found.created)
         code = [c for c in executed.cells if c.cell_type == "code"]
-        pages[page] = [
-            {"source": source_digest(cell.source),
-             "outputs": [output_text(o) for o in joined_streams(cell.get("outputs", []))]}
-            for cell in code
-        ]
+        pages[page] = [recorded_cell(cell, f"{page_source(docs, page, language)}: code cell {number}")
+                       for number, cell in enumerate(code, start=1)]
     return {
+        "format": FORMAT,
         "device": device,
         "device_name": torch.cuda.get_device_name(0) if device == "cuda" else "CPU",
         "torch": torch.__version__,
@@ -155,6 +248,36 @@ def record(device: str, cache_dir: Path, docs: Path, language: str | None = None
         "date": max(executed_at).strftime("%Y-%m-%d") if executed_at else None,
         "pages": pages,
     }
+
+
+def recorded_cell(cell, where: str) -> dict:
+    """A code cell as a record holds it: its code's digest, its text, and (when it shows any)
+    the digests of its other kinds; ``where`` names it in the refusal of a kind none can compare."""
+    outputs = cell.get("outputs", [])
+    entry = {"source": source_digest(cell.source), "outputs": [output_text(o) for o in joined_streams(outputs)]}
+    shown = media(outputs, where)
+    return {**entry, "media": shown} if shown else entry
+
+
+def compares_media(record: dict) -> bool:
+    """Whether a record digests what its cells show besides text (records made before did not)."""
+    return record.get("format", 1) >= FORMAT
+
+
+def without_media(record: dict) -> dict:
+    """A record as one made before the digests would be: to compare it with such a record."""
+    pages = {page: [{k: v for k, v in cell.items() if k != "media"} for cell in cells]
+             for page, cells in record["pages"].items()}
+    return {**{k: v for k, v in record.items() if k != "format"}, "pages": pages}
+
+
+def media_unread(first: dict, second: dict, names: tuple[str, str]) -> str | None:
+    """The line that says a comparison saw only text, because a record predates the digests."""
+    old = [name for name, data in zip(names, (first, second)) if not compares_media(data)]
+    if not old:
+        return None
+    return (f"only text compared: the record of {' and '.join(old)} predates the digests of images, HTML "
+            "and the other kinds a page shows; record it again to compare them")
 
 
 # Where torch's own C++ source raised a warning: the line moves between releases.
@@ -238,6 +361,18 @@ def compare_outputs(first: list[str], second: list[str], loose_wording: bool,
     return None
 
 
+def compare_media(first: list[str], second: list[str], rules: Rules = DEVICE_RULES) -> tuple | None:
+    """(kind, detail, first side, second side, ...) when two cells show other images, HTML or
+    JSON (or a different number of them): digests, compared exactly."""
+    if first == second:
+        return None
+    one, two = rules.names
+    pairs = list(zip_longest(first, second, fillvalue=""))
+    a, b = next((x, y) for x, y in pairs if x != y)
+    shown = (a or b).split(" ")[0]
+    return difference_fields("behaviour", "difference_shown", a or "-", b or "-", one=one, two=two, shown=shown)
+
+
 def difference_fields(kind: str, template: str, first: str = "", second: str = "", **values: str) -> tuple:
     """Difference's fields after page and cell: the detail in English (for the command line),
     and as a message with its values, to say it in the language of a page."""
@@ -269,6 +404,7 @@ def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = No
     """Every difference between two records, cell by cell in page order; ``digests`` (the
     current code) marks the second record's cells whose code has changed since as stale."""
     loose = (release_of(first) != release_of(second)) if rules.wording is None else not rules.wording
+    both_media = compares_media(first) and compares_media(second)  # else only text: media_unread says so
     found = []
     for page, cells in sorted(first["pages"].items()):
         others = second["pages"].get(page, [])
@@ -279,6 +415,8 @@ def compare(first: dict, second: dict, digests: dict[str, list[str]] | None = No
                                                                          two=rules.names[1])))
                 continue
             result = compare_outputs(cell["outputs"], other["outputs"], loose, rules)
+            if result is None and both_media:
+                result = compare_media(cell.get("media", []), other.get("media", []), rules)
             if result:
                 found.append(Difference(page, number, *result))
     if digests is not None:
@@ -380,9 +518,18 @@ def compare_cpu_runs(run: dict, results: Path, docs: Path, path: Path) -> int:
               f"(`nox -s versions -- {release_of(run)}`)", file=sys.stderr)
         return 2
     shown = f"{results.name}/{name}"
+    unread = media_unread(recorded, run, (name, "this run"))
+    if unread:  # an older record: compare what it holds, and say (after the verdict) what is not compared
+        run = without_media(run) if compares_media(run) else run
+
+    def note() -> None:
+        if unread:
+            print(f"note: {unread}")
+
     if {**run, "date": None} == {**recorded, "date": None}:
         dates = "" if run["date"] == recorded["date"] else f" (its outputs from {run['date']}, the record's from {recorded['date']})"
         print(f"record identical to {shown}{dates}")
+        note()
         return 0
     fields = sorted(key for key in set(run) | set(recorded)
                     if key not in ("date", "pages") and run.get(key) != recorded.get(key))
@@ -397,6 +544,7 @@ def compare_cpu_runs(run: dict, results: Path, docs: Path, path: Path) -> int:
     else:
         unexplained = "" if differences else " (in what was recorded; the comparison explains none)"
         print(f"record differs from {shown}: {len(differences)} cells{unexplained}")
+    note()
     return 1
 
 
@@ -431,7 +579,7 @@ def record_command(args: argparse.Namespace) -> int:
         print(f"error: a build is using the execution cache {args.cache_root}: record when it has finished "
               "(`build html --record` records what it built)", file=sys.stderr)
         return 2
-    except RecordError as error:
+    except (RecordError, UncomparableOutput) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
@@ -473,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
     differences = compare(cpu, cuda, current_digests(args.docs))
     print(f"CPU ({cpu['torch']}, {cpu_record_name(args.results, cuda)}) against CUDA ({cuda['torch']}, {cuda['device_name']}, "
           f"CUDA {cuda['cuda']}, {cuda['date']})")
+    unread = media_unread(cpu, cuda, (cpu_record_name(args.results, cuda), "cuda.json"))
+    if unread:
+        print(f"  note: {unread}")
     for d in differences:
         print(f"  {d.kind:<9} {page_source(args.docs, d.page)} code cell {d.cell}: {d.detail}")
     failing = [d for d in differences if d.fails]

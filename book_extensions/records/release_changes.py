@@ -143,6 +143,12 @@ def cell_outputs(cell) -> list[str]:
     return [cell_records.output_text(o) for o in cell_records.joined_streams(cell.get("outputs", []))]
 
 
+def cell_media(cell) -> list[str]:
+    """The digests of what an executed cell shows besides text, as a record holds them (a kind
+    none can compare is left out here: recording the book refuses it)."""
+    return cell_records.media(cell.get("outputs", []))
+
+
 # --- in the book ---------------------------------------------------------------
 
 
@@ -265,7 +271,7 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
         number = number_of[container["cell_index"]]
         container["ids"].append(f"cell-{number}")
         cell = notebook.cells[container["cell_index"]]
-        outputs = cell_outputs(cell)
+        outputs, shown_media = cell_outputs(cell), cell_media(cell)
         digest = cell_records.source_digest(cell.source)
         printed: dict[str, list[str]] = {}  # what other releases printed, and which did
         for release in others:
@@ -273,14 +279,25 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
             if old is None:
                 unrecorded[release] += 1
                 continue
-            if cell_records.compare_outputs(old["outputs"], outputs, False, rules_for(release, current)) is None:
+            rules = rules_for(release, current)
+            if cell_records.compare_outputs(old["outputs"], outputs, False, rules) is None:
+                # The same text: the same figures and HTML too, when its record says what it showed.
+                if (not cell_records.compares_media(others[release])
+                        or cell_records.compare_media(old.get("media", []), shown_media, rules) is None):
+                    continue
+                kind = cell_records.compare_media(old.get("media", []), shown_media, rules)[-1]["shown"]
+                differing[release].append(number)
+                printed.setdefault(("media", kind), []).append(release)
                 continue
             differing[release].append(number)
-            printed.setdefault(as_text(old["outputs"]), []).append(release)
-        for text, which in printed.items():
+            printed.setdefault(("text", as_text(old["outputs"])), []).append(release)
+        for (what, text), which in printed.items():
             summary = message(app.config, "release_printed").format(release=join(app.config, which))
-            # A release that printed nothing there says so, instead of an empty box.
-            shown = (marked_block(marked_words(text, as_text(outputs))) if text.strip()
+            # A release that printed nothing there says so, instead of an empty box; one that
+            # printed the same text but showed another figure (or HTML) says that.
+            shown = (nodes.paragraph("", "", nodes.inline("", message(app.config, "releases_other_media").format(kind=text),
+                                                          classes=["book-nothing"])) if what == "media"
+                     else marked_block(marked_words(text, as_text(outputs))) if text.strip()
                      else nodes.paragraph("", "", nodes.inline("", message(app.config, "releases_nothing"),
                                                                classes=["book-nothing"])))
             container += release_output("", release_summary(summary, summary), shown)

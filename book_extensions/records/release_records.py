@@ -94,6 +94,9 @@ def report_changes(results: Path, docs: Path, pairs: list[tuple[str, str]]) -> i
         found = [d for d in changes(*pair, digests) if d.kind != "stale"]
         compared = sum(len(cells) for cells in pair[0]["pages"].values())
         print(f"torch {old} -> {new}: {compared} cells compared, {len(found)} changed")
+        unread = cell_records.media_unread(*pair, (f"torch {old}", f"torch {new}"))
+        if unread:
+            print(f"  note: {unread}")
         for d in found:
             first, second = excerpt(d.first, d.second) if d.kind == "behaviour" else (d.first, d.second)
             print(f"  {cell_records.page_source(docs, d.page)} code cell {d.cell}: {first!r} -> {second!r}")
@@ -156,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             releases = list(recorded(args.results, listed(args.releases)))
             pairs = list(zip(releases, releases[1:]))
         total = report_changes(args.results, args.docs, pairs)
-    except (ReleasesError, cell_records.RecordError) as error:
+    except (ReleasesError, cell_records.RecordError, cell_records.UncomparableOutput) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     # Comparing two named releases is the check before a torch upgrade: any change fails it.

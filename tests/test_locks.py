@@ -1,0 +1,192 @@
+"""One lock for everything that writes: builds, the live preview, and the toolchain under them."""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from books import FIXTURES, ROOT, build_book
+
+from book_extensions.commands import build as build_command
+from book_extensions.commands import toolchain
+
+
+def fake_environment(folder: Path, stamp: bool = True) -> Path:
+    """What ensure() leaves: the pins it installed and, once it is done, their stamp."""
+    env = folder / ".toolchain" / "torch-9.9.9"
+    env.mkdir(parents=True)
+    (env / "book-pins.txt").write_text("torch==9.9.9\n")
+    if stamp:
+        (env / toolchain.STAMP).write_text("0\n")
+    return env
+
+
+# --- the toolchain: shared by builds, updated by one session when none runs ---------------------
+
+def test_a_python_that_is_no_toolchain_holds_nothing(tmp_path):
+    assert toolchain.hold_shared(tmp_path) is None
+
+
+def test_an_update_waits_for_the_builds_running_on_the_environment(tmp_path):
+    env = fake_environment(tmp_path)
+    first, second = toolchain.hold_shared(env), toolchain.hold_shared(env)  # two builds
+    said, updated = [], threading.Event()
+
+    def update():
+        with toolchain.locked(env, said.append):
+            updated.set()
+
+    updating = threading.Thread(target=update)
+    updating.start()
+    try:
+        assert not updated.wait(2)  # still waiting
+        assert said == [f"waiting for {toolchain.shown(env, toolchain.ROOT)}/: a build (or `nox -s serve`) is "
+                        "running on it, and requirements.txt changed; it is updated once they end"]
+        os.close(first)
+        assert not updated.wait(1)  # one build still runs
+    finally:
+        os.close(second)
+    assert updated.wait(10)
+    updating.join()
+
+
+def test_a_build_does_not_start_while_its_environment_is_updated(tmp_path):
+    env = fake_environment(tmp_path)
+    with open(toolchain.lock_file(env), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as ensure() holds it while pip runs
+        with pytest.raises(toolchain.ToolchainError) as refused:
+            toolchain.hold_shared(env)
+    assert str(refused.value) == (f"{toolchain.shown(env, toolchain.ROOT)}/ is being created or updated by another "
+                                  "session (requirements.txt changed): build again once it is done")
+    os.close(toolchain.hold_shared(env))  # once it is done
+
+
+def test_a_build_does_not_start_on_a_half_updated_environment(tmp_path):
+    env = fake_environment(tmp_path, stamp=False)  # ensure() removes the stamp until pip has finished
+    with pytest.raises(toolchain.ToolchainError, match=r"torch-9\.9\.9/ was left half-updated \(its update failed "
+                       r"or was stopped\): finish it with `python3 -m book_extensions toolchain 9\.9\.9`, then build again"):
+        toolchain.hold_shared(env)
+
+
+def test_the_driver_refuses_a_build_while_its_environment_is_updated(tmp_path, monkeypatch):
+    env = fake_environment(tmp_path)
+    monkeypatch.setattr(toolchain, "hold_shared", functools.partial(toolchain.hold_shared, env))
+    args = build_command.parse_args(["html", "--out", str(tmp_path / "_build"), "--cache-root", str(tmp_path / "cache")])
+    locks, problem = build_command.hold_build_locks(args)
+    assert problem is None and len(locks) == 3  # the cache, the output folder, the toolchain (shared)
+    for lock in locks:
+        os.close(lock)
+    with open(toolchain.lock_file(env), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert build_command.hold_build_locks(args) == (
+            [], f"{toolchain.shown(env, toolchain.ROOT)}/ is being created or updated by another session "
+                "(requirements.txt changed): build again once it is done")
+    # Nothing stays held by the refused build: the next one gets every lock.
+    locks, problem = build_command.hold_build_locks(args)
+    assert problem is None
+    for lock in locks:
+        os.close(lock)
+
+
+def flocks_of(pid: int, path: Path) -> list[str]:
+    """The kinds (READ, WRITE) of the flocks ``pid`` took on ``path`` (/proc/locks, Linux)."""
+    inode = path.stat().st_ino
+    found = []
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "FLOCK" in fields and fields[fields.index("FLOCK") + 3] == str(pid) \
+                and fields[fields.index("FLOCK") + 4].split(":")[-1] == str(inode):
+            found.append(fields[fields.index("FLOCK") + 2])
+    return found
+
+
+@pytest.mark.fixture
+@pytest.mark.skipif(not (Path(sys.prefix) / "book-pins.txt").exists(), reason="the tests run outside a toolchain")
+def test_a_build_holds_its_toolchain_shared_while_it_runs(tmp_path):
+    # Seen in the kernel's lock table, without taking the lock: other builds share this toolchain.
+    command = [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
+               "--docs", str(FIXTURES / "timeout" / "docs"), "--out", str(tmp_path / "_build"),
+               "--cache-root", str(tmp_path / "cache")]
+    running = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    lock = toolchain.lock_file(Path(sys.prefix))
+    try:
+        deadline = time.monotonic() + 60
+        while not flocks_of(running.pid, lock) and time.monotonic() < deadline and running.poll() is None:
+            time.sleep(0.2)
+        assert flocks_of(running.pid, lock) == ["READ"]
+        time.sleep(5)  # Sphinx runs, its page's cell with it
+        assert running.poll() is None and flocks_of(running.pid, lock) == ["READ"]
+    finally:
+        os.killpg(running.pid, signal.SIGINT)
+        output, _ = running.communicate(timeout=120)
+    assert running.returncode == 130, output
+    assert flocks_of(running.pid, lock) == []
+
+
+# --- the live preview: the build's locks, for as long as it runs --------------------------------
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def serve(tmp_path: Path, docs: Path) -> list[str]:
+    return [sys.executable, "-m", "book_extensions", "serve", "en", "--docs", str(docs), "--port", str(free_port()),
+            "--out", str(tmp_path / "_build"), "--cache-root", str(tmp_path / "cache")]
+
+
+def test_the_preview_does_not_start_while_a_build_runs(tmp_path):
+    (tmp_path / "cache").mkdir()
+    held = build_command.hold_lock(tmp_path / "cache" / "book-build.lock")  # as a build holds it
+    try:
+        refused = subprocess.run(serve(tmp_path, FIXTURES / "nondeterministic" / "docs"), cwd=ROOT,
+                                 capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(held)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (f"error: another build is using the execution cache {tmp_path / 'cache'}: "
+                                      "wait for it to finish, then start the preview again")
+    assert not (tmp_path / "_build").exists()  # refused before anything was written
+
+
+@pytest.mark.fixture
+def test_a_build_is_refused_while_the_preview_runs(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "en").mkdir(parents=True)
+    (docs / "en" / "index.md").write_text("# A page\n\nNothing to execute.\n")
+    preview = subprocess.Popen(serve(tmp_path, docs), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    lock = tmp_path / "cache" / "book-build.lock"
+    try:
+        # Once it is sphinx-autobuild (the preview execs it), its locks must still be held.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and preview.poll() is None and b"sphinx_autobuild" not in \
+                Path(f"/proc/{preview.pid}/cmdline").read_bytes():
+            time.sleep(0.2)
+        assert preview.poll() is None, preview.communicate()[0]
+        assert b"sphinx_autobuild" in Path(f"/proc/{preview.pid}/cmdline").read_bytes()
+        assert sorted(flocks_of(preview.pid, lock)) == ["WRITE"]
+        refused = build_book(FIXTURES / "nondeterministic" / "docs", tmp_path, "html", "--language", "en",
+                             cache=tmp_path / "cache")
+        assert refused.returncode == 2
+        assert refused.output.strip() == (
+            f"error: the live preview (`nox -s serve`, pid {preview.pid}) is using the execution cache "
+            f"{tmp_path / 'cache'}: stop it, or give this build its own --cache-root")
+    finally:
+        os.killpg(preview.pid, signal.SIGTERM)
+        preview.communicate(timeout=60)
+    # Once it has stopped, a build gets the locks.
+    again = build_command.hold_lock(lock)
+    assert again is not None
+    os.close(again)

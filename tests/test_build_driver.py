@@ -314,3 +314,27 @@ def test_what_every_page_reads_besides_its_source_is_in_the_code_digest(tmp_path
     (confdir / "examples" / "program.py").write_text("print('version two')\n")
     digests.add(driver.code_digest(args, language))
     assert len(digests) == 4
+
+
+# --- sources compared by content (issue 31) ---------------------------------------------------
+
+def test_an_edit_dated_between_the_last_snapshot_and_the_read_is_built(pages):
+    """Sphinx stamps a page with the time it finished reading it; an edit dated before that
+    stamp but after the page's own time (a clock step, `rsync -a` or `cp -p` of a copy saved
+    during a build) was never read again, and every later build said "unchanged"."""
+    docs, build = pages
+    second = docs / "en" / "second.md"
+    hour_ago = time.time_ns() - 3600 * 10**9
+    os.utime(second, ns=(hour_ago, hour_ago))
+    first = build()
+    assert first.returncode == 0, first.output
+    second.write_text(second.read_text(encoding="utf8") + "\nAn edit that the times do not show.\n",
+                      encoding="utf8")
+    later = hour_ago + 5 * 10**9  # after the page's own time, long before the last build read it
+    os.utime(second, ns=(later, later))
+    edited = build()
+    assert edited.returncode == 0, edited.output
+    assert read_pages(edited) == ["second"]
+    assert "An edit that the times do not show." in (edited.site() / "en" / "second.html").read_text(encoding="utf8")
+    again = build()
+    assert "[en] html unchanged in " in again.output

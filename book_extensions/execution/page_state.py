@@ -23,6 +23,10 @@ class PageState:
     seconds: float | None = None  # how long its cells ran, when they ran
     problems: int = 0  # failures reported for it: read it again next build
     computed: set[str] = field(default_factory=set)  # directives filled from records or the build
+    # What the page was read from (changed_pages): the digest of the text Sphinx parsed, and
+    # of each file it depends on as it was before that build read it.
+    source: str | None = None
+    dependencies: dict[str, str | None] = field(default_factory=dict)
 
 
 def every(env: BuildEnvironment) -> dict[str, PageState]:

@@ -12,7 +12,8 @@ in it does one job (its docstring says which) and, if it is an extension, has it
   device and environment, the execution cache, what the build does with each page's
   execution), :mod:`~.execution.runner` (the page executor: a page's cells in a fresh kernel,
   or its outputs from the cache), :mod:`~.execution.cache_key` (which cache, and whether the
-  kernel is the toolchain's; no Sphinx), :mod:`~.execution.cell_checks` (every executed cell
+  kernel is the toolchain's; no Sphinx), :mod:`~.execution.kernel_inputs` (what a page's outputs
+  depend on, each neutralised or keyed, and the kernels' environment), :mod:`~.execution.cell_checks` (every executed cell
   judged, outputs cleaned), :mod:`~.execution.code_comments` (a cell's code apart from its
   comments: what parity compares and the cache is keyed on), :mod:`~.execution.notebook_downloads`
   (each page as an executed notebook, to download or open in Colab),

@@ -343,7 +343,7 @@ class PageRunner:
 
     @classmethod
     def for_build(cls, confdir: Path, docs: Path, build_folders: list[Path], limit: int, log: Path,
-                  kernel_environment: Callable[[Path], dict[str, str]]) -> PageRunner:
+                  kernel_environment: Callable[[Path], dict[str, str]] | None = None) -> PageRunner:
         """Before pages are read: watch the repository of ``confdir`` and that of ``docs`` (one
         and the same, unless the docs are elsewhere) but the folders the build writes itself;
         kernels note what they write in ``log``; a cell may show ``limit`` characters."""

@@ -12,11 +12,13 @@ in it does one job (its docstring says which) and, if it is an extension, has it
   device and environment, the execution cache, what the build does with each page's
   execution), :mod:`~.execution.runner` (the page executor: a page's cells in a fresh kernel,
   or its outputs from the cache), :mod:`~.execution.cache_key` (which cache, and whether the
-  kernel is the toolchain's; no Sphinx), :mod:`~.execution.cell_checks` (every executed cell
+  kernel is the toolchain's; no Sphinx), :mod:`~.execution.kernel_inputs` (what a page's outputs
+  depend on, each neutralised or keyed, and the kernels' environment), :mod:`~.execution.cell_checks` (every executed cell
   judged, outputs cleaned), :mod:`~.execution.code_comments` (a cell's code apart from its
   comments: what parity compares and the cache is keyed on), :mod:`~.execution.notebook_downloads`
-  (each page as an executed notebook, to download or open in Colab) and
-  :mod:`~.execution.page_state` (what the extensions note about each page);
+  (each page as an executed notebook, to download or open in Colab),
+  :mod:`~.execution.page_state` (what the extensions note about each page) and
+  :mod:`~.execution.changed_pages` (which pages to read again: by content, never by time);
 - :mod:`.kernel`: code that runs inside the pages' kernels, not in Sphinx (startup file,
   figures, the audit of what a page writes); pages import its figures by this name;
 - :mod:`.checks`: what the build refuses: :mod:`~.checks.page_sources` (what a page's source
@@ -69,7 +71,7 @@ def setup(app) -> dict:
     from .checks import page_sources, parity, prose, typography
     from .configuration import languages, settings
     from .editions import offline_builders
-    from .execution import page_execution, page_state
+    from .execution import changed_pages, page_execution, page_state
     from .records import release_changes
     from .site import asset_trimming, device_page, meta_and_footer, post_build, provenance_page, readable_layout
 
@@ -77,9 +79,9 @@ def setup(app) -> dict:
     # one event with one priority run in it (settings first: it checks every setting).
     # The steps after a language is written are not among them: site/post_build.py runs
     # them, in the order it declares.
-    for module in (settings, page_state, languages, readable_layout, page_execution, offline_builders, page_sources,
+    for module in (settings, page_state, changed_pages, languages, readable_layout, page_execution, offline_builders, page_sources,
                    parity, prose, typography, asset_trimming, device_page, release_changes,
                    meta_and_footer, provenance_page, post_build):
         module.setup(app)
     # env_version: what the environment holds per page (execution.page_state); a change reads every page again.
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 3}

@@ -238,12 +238,12 @@ WORKAROUNDS = [
               ("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d")),
     ),
     Workaround(
-        "book_extensions/site/provenance_page.py",
-        "the provenance page lists the pages in the table of contents' order, read from the environment's "
-        "toctree_includes: Sphinx's documented environment API (found_docs, titles, metadata...) has no "
-        "order of the pages",
-        "Sphinx documents the order of the table of contents",
-        internal="sphinx.environment:BuildEnvironment.toctree_includes",
+        "book_extensions/execution/changed_pages.py",
+        "which pages to read again is decided by content: a page's dependencies (includes, images), "
+        "which Sphinx notes through the public note_dependency but keeps in an undocumented mapping, "
+        "are digested as they were before the build read them; Sphinx compares them by time only",
+        "Sphinx decides by content, or documents a way to read a page's dependencies",
+        internal="sphinx.environment:BuildEnvironment.dependencies",
     ),
 ]
 

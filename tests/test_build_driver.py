@@ -338,3 +338,27 @@ def test_pages_computed_from_every_page_are_read_again_only_when_code_changed(tm
     assert "A renamed chapter" in (renamed.site() / "en" / "provenance.html").read_text(encoding="utf8")
     chapter.write_text(chapter.read_text(encoding="utf8").replace("print(1 + 1)", "print(2 + 2)"), encoding="utf8")
     assert read_pages(build()) == ["chapter", "devices"]
+
+
+# --- sources compared by content (issue 31) ---------------------------------------------------
+
+def test_an_edit_dated_between_the_last_snapshot_and_the_read_is_built(pages):
+    """Sphinx stamps a page with the time it finished reading it; an edit dated before that
+    stamp but after the page's own time (a clock step, `rsync -a` or `cp -p` of a copy saved
+    during a build) was never read again, and every later build said "unchanged"."""
+    docs, build = pages
+    second = docs / "en" / "second.md"
+    hour_ago = time.time_ns() - 3600 * 10**9
+    os.utime(second, ns=(hour_ago, hour_ago))
+    first = build()
+    assert first.returncode == 0, first.output
+    second.write_text(second.read_text(encoding="utf8") + "\nAn edit that the times do not show.\n",
+                      encoding="utf8")
+    later = hour_ago + 5 * 10**9  # after the page's own time, long before the last build read it
+    os.utime(second, ns=(later, later))
+    edited = build()
+    assert edited.returncode == 0, edited.output
+    assert read_pages(edited) == ["second"]
+    assert "An edit that the times do not show." in (edited.site() / "en" / "second.html").read_text(encoding="utf8")
+    again = build()
+    assert "[en] html unchanged in " in again.output

@@ -3,6 +3,7 @@ torch is refused before any page runs, and the user's IPython profile never reac
 
 import platform
 import sqlite3
+from pathlib import Path
 
 import pytest
 from books import FIXTURES, build_book
@@ -61,15 +62,16 @@ def test_the_users_ipython_startup_files_do_not_reach_the_kernel(tmp_path, monke
 
 
 def test_an_explicit_ipythondir_is_replaced_too(monkeypatch, tmp_path):
+    import os
+
     from book_extensions.execution import page_execution
 
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path))
-    # prepare_kernels sets what every later kernel of this test process inherits: put it back after.
-    for name in ("PYTHONPATH", "PYTHONSTARTUP", "BOOK_DEVICE"):
-        monkeypatch.setenv(name, "")
-    page_execution.prepare_kernels("cpu")
-    assert page_execution.os.environ["IPYTHONDIR"] != str(tmp_path)
-    assert list(page_execution.Path(page_execution.os.environ["IPYTHONDIR"]).iterdir()) == []
+    before = dict(os.environ)
+    environment = page_execution.prepare_kernels("cpu")(tmp_path / "home")
+    assert environment["IPYTHONDIR"] != str(tmp_path)
+    assert list(Path(environment["IPYTHONDIR"]).iterdir()) == []
+    assert dict(os.environ) == before  # the kernels' environment is theirs, this process's is left alone
 
 
 def test_the_cache_key_names_the_python_and_torch_the_kernel_runs(tmp_path):

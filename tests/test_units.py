@@ -152,27 +152,6 @@ def test_graph_figures_come_from_the_real_graph_and_are_deterministic():
     assert first.lstrip().startswith(("<?xml", "<svg"))
 
 
-def test_the_execution_cache_is_keyed_on_every_input_of_the_outputs(monkeypatch, tmp_path):
-    from book_extensions.execution import cache_key
-
-    before = cache_key.cache_dir(tmp_path, "cpu")
-    figures = tmp_path / "figures.py"
-    figures.write_text("# edited figure code\n")
-    monkeypatch.setattr(cache_key, "KERNEL_FILES", (cache_key.KERNEL_STARTUP, figures))
-    assert cache_key.cache_dir(tmp_path, "cpu") != before  # figures.py edited: re-execute
-    monkeypatch.undo()
-    assert cache_key.cache_dir(tmp_path, "cpu") == before
-    # Everything that runs in the kernel is part of the key.
-    package = Path(cache_key.__file__).resolve().parents[1]
-    kernel = {p.resolve().relative_to(package).as_posix() for p in cache_key.KERNEL_FILES}
-    assert kernel == {"kernel/__init__.py", "kernel/startup.py", "kernel/figures.py", "kernel/writes.py",
-                      "execution/runner.py"}
-    real_version = cache_key.importlib.metadata.version
-    monkeypatch.setattr(cache_key.importlib.metadata, "version",
-                        lambda name: "0.0" if name == "matplotlib" else real_version(name))
-    assert cache_key.cache_dir(tmp_path, "cpu") != before  # another matplotlib: re-execute
-
-
 def test_every_interface_string_is_translated_with_the_same_placeholders():
     import string
 

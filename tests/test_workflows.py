@@ -147,9 +147,9 @@ def test_every_execution_cache_key_names_the_files_the_build_keys_its_cache_on()
     # A file the key does not name (moved, say) can change without changing the key: the workflow
     # restores a cache the build keys differently, and, the key found, saves no new one, so every
     # run executes every page again.
-    from book_extensions.execution.cache_key import KERNEL_FILES
+    from book_extensions.execution.kernel_inputs import KEYED_FILES
 
-    keyed = {path.resolve().relative_to(ROOT).as_posix() for path in KERNEL_FILES}
+    keyed = {path.resolve().relative_to(ROOT).as_posix() for path in KEYED_FILES}
     keys = [(workflow.name, found) for workflow in WORKFLOWS
             for found in re.findall(r"key: jupyter-.*?hashFiles\(([^)]*)\)", workflow.read_text(encoding="utf8"))]
     assert keys

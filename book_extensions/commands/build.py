@@ -20,9 +20,12 @@ What the driver guarantees, since Sphinx alone does not:
   the book's code (``book_extensions/``, ``conf.py``, ``examples/``, the files beside the
   language folders and ``.autocorrectrc``), the Python environment or the build's settings
   changed, another Sphinx run (the live preview) wrote the doctrees, a source file was
-  removed or got other content without a newer time (a restore), or the working folder lost
-  a file, Sphinx reads every page again (``-E``) into an emptied working folder: every
+  removed, or the working folder lost a file, Sphinx reads every page again (``-E``) into an emptied working folder: every
   problem is reported again until it is fixed. Cached executions keep that cheap.
+- What changed is decided by content, never by time: the fast path below digests every
+  input, and Sphinx reads again each page whose text or dependencies differ from what it
+  was read from (:mod:`..execution.changed_pages`), whatever the files' times say; an edit
+  made while a build runs is read by the next one.
 - The site changes all at once, and only for a good build (:mod:`.publish`): once every
   asked language has built, a copy of the working folders (the other languages kept from
   the current site) and the site root's files replace ``html/``; a failed or stopped build
@@ -188,15 +191,13 @@ def compile_catalogs() -> None:
 
 # --- what a build reads, and the note of the last good one ---------------------------------
 
-def add_files(digest, folder: Path, pattern: str = "**/*", content: bool = True) -> None:
-    """Each file's path (relative to ``folder``) and its content (or its size and time)."""
+def add_files(digest, folder: Path, pattern: str = "**/*") -> None:
+    """Each file's path (relative to ``folder``) and its content."""
     for path in sorted(folder.glob(pattern)):
         # A .mo is compiled from the .po beside it (compile_catalogs), which counts.
         if path.is_file() and "__pycache__" not in path.parts and ".mo" not in path.suffixes:
-            stat = path.stat()
             digest.update(f"{path.relative_to(folder)}\0".encode())
-            digest.update(hashlib.sha256(path.read_bytes()).digest() if content
-                          else f"{stat.st_size} {stat.st_mtime_ns}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
 
 
 def code_digest(args: argparse.Namespace, language: Language) -> str:
@@ -228,24 +229,17 @@ def inputs_digest(args: argparse.Namespace, code_digest: str) -> str:
     add_files(digest, args.docs)  # every language: a language is compared with the reference one
     for pattern in ("results/*.json", "torch-releases.txt", "requirements.txt"):
         add_files(digest, args.confdir, pattern)
-    # The offline editions, which every page links and the site carries: large, so by size and time.
-    add_files(digest, args.out / args.device / "offline", content=False)
+    # The offline editions, which every page links and the site carries (a few MB: hashed in ms).
+    add_files(digest, args.out / args.device / "offline")
     return digest.hexdigest()
 
 
-def source_files(args: argparse.Namespace, code: str) -> dict[str, list]:
-    """Each source file of a language: [its content's digest, its modification time]."""
+def source_files(args: argparse.Namespace, code: str) -> dict[str, str]:
+    """Each source file of a language and its content's digest (which page changed is the
+    extensions' to tell: execution/changed_pages.py, by content)."""
     folder = args.docs / code
-    return {str(p.relative_to(folder)): [hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns]
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def restored_sources(noted: dict, sources: dict) -> list[str]:
-    """Files whose content changed while their time did not move forward (a restore with
-    ``cp -p``, ``tar x``, ``git stash`` on a fast disk): Sphinx, which compares times, would
-    not read them again."""
-    return [name for name, (digest, mtime) in sources.items()
-            if name in noted and noted[name][0] != digest and mtime <= noted[name][1]]
 
 
 def folder_files(folder: Path) -> dict[str, int]:
@@ -543,7 +537,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop) -> 
     noted = note.get("sources")
     noted = noted if isinstance(noted, dict) else {}
     fresh = (note.get("trusted") != trusted or note.get("environment") != environment_stamp(doctrees)
-             or not set(noted) <= set(sources) or bool(restored_sources(noted, sources))
+             or not set(noted) <= set(sources)
              # the working folder as the last good build left it (nothing deleted from it)
              or (args.builder == "html" and folder_files(work) != note.get("files")))
     forget_note(doctrees)

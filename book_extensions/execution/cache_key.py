@@ -1,7 +1,8 @@
 """Which execution cache a build uses, whether it can be read, and whether the pages'
 kernel runs the toolchain's Python and torch.
 
-One cache per device, torch version, Python version and kernel inputs. The versions
+One cache per device, torch version, Python version and the other kernel inputs that are
+keyed (:mod:`.kernel_inputs` lists what a page's outputs depend on). The versions
 named are those of the toolchain (this environment); :func:`check_kernel` refuses a
 kernel that imports another torch (a stub on PYTHONPATH, a kernel spec naming another
 environment) or runs another Python, so they are also what the pages' kernel ran.
@@ -13,7 +14,6 @@ starts Sphinx, and importing the extensions would add a second to every build.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..paths import PACKAGE, shown
-
-KERNEL_STARTUP = PACKAGE / "kernel" / "startup.py"
+from ..paths import shown
+from . import kernel_inputs
 
 
 @dataclass(frozen=True)
@@ -147,26 +146,15 @@ def check_kernel(environment: dict[str, str] | None = None) -> Interpreter:
     return Interpreter(found["python"], found["executable"], expected.torch, expected.torch_folder)
 
 
-# What a page's outputs depend on besides its code: the kernel's startup file, the book's
-# code that pages import, how pages are executed, and the packages that compute or print
-# what a cell shows.
-KERNEL_FILES = (*sorted((PACKAGE / "kernel").glob("*.py")), PACKAGE / "execution" / "runner.py")
-KERNEL_PACKAGES = ("numpy", "ipython", "ipykernel", "matplotlib", "networkx")
-
-
 def kernel_inputs_digest() -> str:
-    digest = hashlib.sha256()
-    for path in KERNEL_FILES:
-        digest.update(path.read_bytes())
-    for package in KERNEL_PACKAGES:
-        digest.update(f"{package}=={importlib.metadata.version(package)}\n".encode())
-    return digest.hexdigest()[:8]
+    """Everything else a page's outputs depend on that is keyed (:mod:`.kernel_inputs`, the list)."""
+    return kernel_inputs.inputs_digest()[:8]
 
 
 def cache_dir(cache_root: Path, device: str, interpreter: Interpreter | None = None) -> Path:
     """One execution cache per device, torch and Python version, and everything else outputs
-    depend on. ``interpreter``: the pages' kernel as the build found it (default: the toolchain,
-    which a build's kernel must match)."""
+    depend on that is keyed (:mod:`.kernel_inputs`). ``interpreter``: the pages' kernel as the
+    build found it (default: the toolchain, which a build's kernel must match)."""
     interpreter = interpreter or toolchain()
     return (Path(cache_root)
             / f"{device}-torch{interpreter.torch}-py{interpreter.python}-inputs{kernel_inputs_digest()}")

@@ -6,10 +6,11 @@
   where its torch comes from: another torch (a stub on PYTHONPATH, a kernel spec naming
   another environment) or another Python is refused, so the versions a page names and
   the cache is keyed by are the ones its cells ran;
-- kernels start with an empty IPython profile of the build's own: a startup file or
-  config in the user's ~/.ipython would change outputs without changing the cache key;
-- one cache per device, torch and Python version and kernel inputs (kernel/, the
-  executor, the versions of numpy, IPython, ipykernel, matplotlib and networkx);
+- kernels start with an environment of their own, not the build's: fixed values, the
+  kernel package, an empty home per page (no user configuration: IPython's profile,
+  matplotlibrc, ...); :mod:`.kernel_inputs` lists what a page's outputs depend on, each
+  neutralised so or keyed;
+- one cache per device, torch and Python version and the other keyed kernel inputs;
 - a damaged cache is one line, never a crash: :mod:`.runner` executes a page again
   whose cached notebook is missing or unreadable, and a page whose outputs could not be
   stored (a full disk) is reported, with nothing half-written left in the cache;
@@ -25,13 +26,11 @@
 
 from __future__ import annotations
 
-import atexit
+import functools
 import json
-import os
 import shutil
-import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 
 from docutils import nodes
@@ -44,11 +43,10 @@ from sphinx.util import logging
 from ..checks import remote_loads
 from ..configuration.messages import message
 from ..editions import offline_builders
-from ..paths import ROOT
 from ..records import release_changes
 from ..site.device_page import device_name
-from . import page_state, runner
-from .cache_key import KERNEL_STARTUP, KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
+from . import kernel_inputs, page_state, runner
+from .cache_key import KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
 from .cell_checks import check_cells, clean_outputs
 from .notebook_downloads import write_notebook
 
@@ -78,7 +76,7 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     device = config.book_device
     if device not in DEVICES:
         raise ConfigError(f"book_device must be one of {', '.join(DEVICES)}, not {device!r}")
-    prepare_kernels(device)
+    kernel_environment = prepare_kernels(device)
     # Before anything imports torch here: with a stub on PYTHONPATH, this process would get it too.
     # The build driver asks the same before it starts Sphinx; this is for sphinx-build run by hand.
     try:
@@ -104,7 +102,7 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     app.book_page_runner = runner.PageRunner.for_build(
         Path(app.confdir), Path(app.srcdir).parent, limit=config.book_output_limit,
         build_folders=[Path(app.outdir), Path(app.doctreedir), Path(config.book_cache_root)],
-        log=Path(app.doctreedir, "book-writes.log"))
+        log=Path(app.doctreedir, "book-writes.log"), kernel_environment=kernel_environment)
     runner.install_client()  # once per process: myst-nb's client for each page is the runner's of its build
     # Prose names the torch that built the page as {{ torch_version }}, never as a literal.
     config.myst_substitutions = {**config.myst_substitutions, "torch_version": torch_version()}
@@ -115,30 +113,14 @@ def configure_execution(app: Sphinx, config: Config) -> None:
         )
 
 
-def prepare_kernels(device: str) -> None:
-    """Kernels inherit the environment of the process that starts them.
-
-    The startup file sets the device and output style; the repository on their path
-    lets pages draw figures with book_extensions.kernel.figures. IPYTHONDIR is replaced,
-    even where the user set it: any profile's startup files and config (print options,
-    display formats) would change outputs that the cache key does not see.
-    """
-    os.environ["PYTHONSTARTUP"] = str(KERNEL_STARTUP)
-    os.environ["BOOK_DEVICE"] = device
-    os.environ["IPYTHONDIR"] = empty_ipython_dir()
-    root = str(ROOT)
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join([root, *[p for p in paths if p != root]])
-
-
-@cache
-def empty_ipython_dir() -> str:
-    """An IPython folder of this process's own, which nobody can have put startup files in.
-
-    Removed when the process ends (Sphinx's parallel readers end without running atexit)."""
-    folder = tempfile.mkdtemp(prefix="book-ipython-")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return folder
+def prepare_kernels(device: str) -> Callable[[Path], dict[str, str]]:
+    """What gives each page's kernel its whole environment (:mod:`.kernel_inputs`): fixed
+    values, the kernel package staged in a folder of this build's own (the one repository
+    code on its path), and an empty home of the page's own (``home``), so that neither the
+    build's shell nor any user configuration (IPython's profile, matplotlibrc, ...) reaches
+    a page's outputs. This process's environment is left as it is."""
+    package = kernel_inputs.staged_kernel_package(kernel_inputs.temporary_folder("book-kernel-"))
+    return functools.partial(kernel_inputs.kernel_environment, device, package=package)
 
 
 def forget_failure_reports(app: Sphinx) -> None:

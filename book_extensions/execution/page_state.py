@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.environment.collectors import EnvironmentCollector
@@ -32,6 +33,11 @@ class PageState:
     seconds: float | None = None  # how long its cells ran, when they ran
     problems: int = 0  # failures reported for it: read it again next build
     computed: set[str] = field(default_factory=set)  # directives filled from records or the build
+    children: list[str] = field(default_factory=list)  # the pages its tables of contents list, in order
+    # What the page was read from (changed_pages): the digest of the text Sphinx parsed, and
+    # of each file it depends on as it was before that build read it.
+    source: str | None = None
+    dependencies: dict[str, str | None] = field(default_factory=dict)
 
 
 def every(env: BuildEnvironment) -> dict[str, PageState]:
@@ -94,7 +100,10 @@ class PageStateCollector(EnvironmentCollector):
                 every(env)[docname] = every(other)[docname]
 
     def process_doc(self, app: Sphinx, doctree) -> None:
-        pass
+        # The order of the book's pages, from the toctree nodes' documented entries (the
+        # environment keeps it only in an undocumented mapping).
+        of(app.env).children = [ref for node in doctree.findall(addnodes.toctree)
+                                for _, ref in node["entries"] if ref in app.env.found_docs]
 
 
 def setup(app: Sphinx) -> None:

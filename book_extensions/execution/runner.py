@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import ctypes
+import functools
 import os
 import re
 import shutil
@@ -49,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -68,6 +70,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import ValidationError
 from traitlets import Integer, default
 
+from . import kernel_inputs
 from .cell_checks import cell_line, output_size, too_much_output
 from .code_comments import code_of
 
@@ -335,16 +338,21 @@ class PageRunner:
     executed_notebooks: dict[str, object] = field(default_factory=dict, repr=False)
     # The execution record (PageClient.exec_metadata) of each page read in this process.
     executions: dict[str, dict] = field(default_factory=dict, repr=False)
+    # A page's kernel's whole environment, given the empty home made for the page
+    # (page_execution.prepare_kernels); None: the CPU's, with the kernel package staged once.
+    kernel_environment: Callable[[Path], dict[str, str]] | None = field(default=None, repr=False)
 
     @classmethod
-    def for_build(cls, confdir: Path, docs: Path, build_folders: list[Path], limit: int, log: Path) -> PageRunner:
+    def for_build(cls, confdir: Path, docs: Path, build_folders: list[Path], limit: int, log: Path,
+                  kernel_environment: Callable[[Path], dict[str, str]] | None = None) -> PageRunner:
         """Before pages are read: watch the repository of ``confdir`` and that of ``docs`` (one
         and the same, unless the docs are elsewhere) but the folders the build writes itself;
         kernels note what they write in ``log``; a cell may show ``limit`` characters."""
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_bytes(b"")  # an earlier build's writes are not this one's
         return cls(watched_sources=sorted({repository(confdir), repository(docs)}), sources_root=confdir,
-                   unwatched=build_folders, writes_log=log, output_limit=limit)
+                   unwatched=build_folders, writes_log=log, output_limit=limit,
+                   kernel_environment=kernel_environment)
 
     def source_state(self) -> dict[str, tuple[int, int]]:
         """(mtime, size) of every watched file but those the build writes itself."""
@@ -432,7 +440,11 @@ class PageRunner:
                 output_limit=self.output_limit,
             )
             client.owns_km = True  # so that nbclient shuts the kernel down when the page is done
-            environment = dict(os.environ)
+            # Never the build's environment: what a kernel gets is listed in kernel_inputs.
+            if self.kernel_environment is None:
+                package = kernel_inputs.staged_kernel_package(kernel_inputs.temporary_folder("book-kernel-"))
+                self.kernel_environment = functools.partial(kernel_inputs.kernel_environment, "cpu", package=package)
+            environment = self.kernel_environment(Path(scratch, "home"))
             if self.writes_log is not None:  # read by kernel/writes.py
                 environment.update(BOOK_WRITES_LOG=str(self.writes_log), BOOK_PAGE_ID=scratch,
                                    BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))

@@ -37,13 +37,14 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int, pages=None) -> li
     from ..execution.cache_key import KernelMismatch, check_kernel
     from ..execution.page_execution import prepare_kernels
 
-    prepare_kernels("cpu")
+    kernel_environment = prepare_kernels("cpu")
     try:
         check_kernel()
     except KernelMismatch as error:
         raise ReleasesError(str(error)) from None
     cache = get_cache(str(cache_dir))
-    page_runner = runner.PageRunner()  # outside a build: nothing watched, no output limit
+    # Outside a build: nothing watched, no output limit.
+    page_runner = runner.PageRunner(kernel_environment=kernel_environment)
     executed = []
     if pages is None:
         pages = [(page, notebook, docs / reference_language() / f"{page}.md")

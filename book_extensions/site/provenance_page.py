@@ -58,7 +58,7 @@ def reading_order(env) -> list[str]:
     def visit(page: str) -> None:
         if page not in order:
             order.append(page)
-            for child in env.toctree_includes.get(page, []):
+            for child in getattr(page_state.every(env).get(page), "children", []):
                 visit(child)
 
     visit(env.config.root_doc)

@@ -1,0 +1,90 @@
+"""Which pages to read again, by content: what a page was read from, compared with what is there now.
+
+Sphinx decides by time: a page is read again when its file is newer than the moment it
+finished reading it. An edit dated between the file's old time and that moment (a clock
+step, ``rsync -a`` or ``cp -p`` of a copy saved during a build, an edit while the page was
+being parsed) is never read, and a restore with an older time neither. So each page notes
+the digest of the very text Sphinx parsed (``source-read``, before any handler changes it)
+and of each file it depends on (includes, images) as they were before this build read
+anything; ``env-get-outdated`` returns every page whose source or dependency now has other
+content. An edit made while a build runs is therefore read by the next one.
+
+A dependency first noted outside the source folder is digested when the page has been read
+(a file the build did not know of before it): an edit to it in the instant between the
+directive reading it and the page's end would be missed. The book's own such files (the
+examples pages load) are part of the build driver's code digest, which reads every page again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
+
+from . import page_state
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf8", "surrogateescape")).hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def source_digest(env: BuildEnvironment, docname: str) -> str | None:
+    """The digest of the page's text as Sphinx would read it now (its decoding, its newlines)."""
+    try:
+        return text_digest(env.doc2path(docname).read_text(encoding=env.config.source_encoding))
+    except (OSError, UnicodeDecodeError, LookupError):
+        return None
+
+
+def note_source(app: Sphinx, docname: str, source: list[str]) -> None:
+    """``source-read``, first of its handlers: the text about to be parsed, as the file gave it."""
+    page_state.of(app.env, docname).source = text_digest(source[0])
+
+
+def snapshot(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
+    """Before any page is read (and before parallel readers fork): the digest of every file
+    in the source folder and of every dependency known, as they are before this build reads them."""
+    files = {p for p in Path(env.srcdir).rglob("*") if p.is_file()}
+    files |= {Path(p) for deps in env.dependencies.values() for p in deps}
+    app.book_source_snapshot = {str(p): file_digest(p) for p in files}
+
+
+def note_dependencies(app: Sphinx, doctree) -> None:
+    """``doctree-read``: the page's dependencies, as they were before this build read them."""
+    env = app.env
+    known = getattr(app, "book_source_snapshot", {})
+    page_state.of(env).dependencies = {
+        str(p): known[str(p)] if str(p) in known else file_digest(p)
+        for p in sorted(env.dependencies.get(env.docname, ()))
+    }
+
+
+def changed(env: BuildEnvironment, docname: str) -> bool:
+    state = page_state.every(env).get(docname)
+    if state is None or state.source is None:
+        return True  # read before this extension noted anything: read it again
+    if source_digest(env, docname) != state.source:
+        return True
+    return any(file_digest(Path(path)) != digest for path, digest in state.dependencies.items())
+
+
+def pages_with_other_content(app: Sphinx, env: BuildEnvironment, added, changed_now, removed) -> list[str]:
+    """``env-get-outdated``: every page read before whose source or dependencies changed, whatever their times."""
+    known = set(page_state.every(env)) & env.found_docs  # every page read before
+    return sorted(d for d in known - set(added) - set(changed_now) - set(removed) if changed(env, d))
+
+
+def setup(app: Sphinx) -> None:
+    app.connect("source-read", note_source, priority=0)
+    app.connect("env-before-read-docs", snapshot)
+    app.connect("doctree-read", note_dependencies)
+    app.connect("env-get-outdated", pages_with_other_content)

@@ -1,0 +1,64 @@
+"""Which pages Sphinx reads again: by content, whatever the files' times
+(book_extensions/execution/changed_pages.py; the build's side: test_build_driver.py)."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from book_extensions.execution import changed_pages, page_state
+
+pytestmark = pytest.mark.unit
+
+
+def environment(src: Path):
+    return SimpleNamespace(srcdir=src, config=SimpleNamespace(source_encoding="utf-8-sig"), docname="page",
+                           doc2path=lambda docname: src / f"{docname}.md", found_docs={"page"}, dependencies={})
+
+
+def read(env, text: str) -> None:
+    """As a build reads the page: source-read gets the text it parses."""
+    changed_pages.note_source(SimpleNamespace(env=env), "page", [text])
+
+
+def test_an_edit_made_while_the_page_was_read_is_read_by_the_next_build(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Before\n", encoding="utf8")
+    env = environment(tmp_path)
+    read(env, "# Before\n")
+    assert changed_pages.pages_with_other_content(None, env, set(), set(), set()) == []
+    # Edited after Sphinx took the text, before it stamped the page: the note holds what was parsed.
+    page.write_text("# After\n", encoding="utf8")
+    assert changed_pages.pages_with_other_content(None, env, set(), set(), set()) == ["page"]
+    # Put back as it was read (a restore, whatever its time): nothing to read.
+    page.write_text("# Before\n", encoding="utf8")
+    assert changed_pages.pages_with_other_content(None, env, set(), set(), set()) == []
+
+
+def test_the_text_is_compared_as_sphinx_decodes_it(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_bytes(b"\xef\xbb\xbf# Title\r\n")  # a BOM and Windows line ends, read as "# Title\n"
+    env = environment(tmp_path)
+    read(env, page.read_text(encoding="utf-8-sig"))
+    assert not changed_pages.changed(env, "page")
+
+
+def test_a_dependency_with_other_content_reads_its_page_again(tmp_path):
+    page, figure = tmp_path / "page.md", tmp_path / "figure.svg"
+    page.write_text("# Page\n", encoding="utf8")
+    figure.write_text("<svg>one</svg>\n", encoding="utf8")
+    env = environment(tmp_path)
+    env.dependencies = {"page": {figure}}
+    app = SimpleNamespace(env=env)
+    changed_pages.snapshot(app, env, ["page"])  # before the build reads anything
+    figure.write_text("<svg>two</svg>\n", encoding="utf8")  # while the build runs, before the page reads it
+    read(env, "# Page\n")
+    changed_pages.note_dependencies(app, None)
+    assert changed_pages.changed(env, "page")  # the next build reads it: it may have read either
+
+
+def test_a_page_read_before_the_digests_were_noted_is_read_again(tmp_path):
+    (tmp_path / "page.md").write_text("# Page\n", encoding="utf8")
+    env = environment(tmp_path)
+    page_state.of(env, "page")  # a state without a digest (an older environment)
+    assert changed_pages.changed(env, "page")

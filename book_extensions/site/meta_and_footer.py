@@ -38,8 +38,10 @@ LICENCES = {
 # images and fonts its stylesheets inline. Inline scripts and styles are the theme's and the
 # book's own (first_paint inlines each page's CSS); no output has any (remote_loads). Neither
 # frame-ancestors nor reporting works from a <meta>; a <meta> covers what comes after it, so
-# it is the first tag after the charset and viewport.
-CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self' 'unsafe-inline'; "
+# it is the first tag after the charset and viewport. 'unsafe-eval': Sphinx's doctools.js
+# compiles the catalog's plural rule with new Function() on a translated page (without it the
+# Chinese search fails); evaluating code loads nothing from another host.
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; "
                            "style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
                            "object-src 'none'; base-uri 'self'; form-action 'self'")
 

@@ -381,3 +381,15 @@ def test_languages_built_at_once_read_in_turn(tmp_path):
     assert not marker.exists()
     first.give_up()  # en read (or was unchanged)
     assert waiter.wait(timeout=60) == 0 and marker.exists()
+
+
+@pytest.mark.unit
+def test_a_locale_the_machine_lacks_is_one_line_before_sphinx_starts(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "book_extensions", "build", "html", "--out", str(tmp_path / "out"),
+                             "--cache-root", str(tmp_path / "cache")], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "LC_ALL": "xx_NOWHERE.UTF-8"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: LC_ALL=xx_NOWHERE.UTF-8 is not a locale this machine has (`locale -a` lists them): "
+        "set another, or C.UTF-8"]
+    assert not (tmp_path / "out").exists()

@@ -2,6 +2,7 @@
 neutralised (the kernel starts without it) or keyed (it names the execution cache); one test
 per entry of its list, here or where the list names it."""
 
+import os
 import re
 import sys
 from html import unescape
@@ -117,13 +118,17 @@ def test_the_builds_environment_does_not_reach_a_page(tmp_path, monkeypatch):
                         "MPLCONFIGDIR": str(home / ".config" / "matplotlib"), "LC_ALL": "C",
                         "BOOK_TEST_LEAK": "1"}.items():
         monkeypatch.setenv(name, value)
-    elsewhere = build_book(FIXTURE, tmp_path / "elsewhere", "html", "--language", "en", cache=tmp_path / "cache-2")
+    umask = os.umask(0o077)  # the build's processes inherit it
+    try:
+        elsewhere = build_book(FIXTURE, tmp_path / "elsewhere", "html", "--language", "en", cache=tmp_path / "cache-2")
+    finally:
+        os.umask(umask)
     assert elsewhere.returncode == 0, elsewhere.output
     shown = outputs(elsewhere)
     assert shown == outputs(plain)
     text = " ".join(shown)
     assert "zone UTC UTC threads 1 1" in text and "hash seed 0 locale C.UTF-8" in text
-    assert "home is empty: True" in text and "from the build: []" in text
+    assert "home is empty: True" in text and "from the build: []" in text and "umask 0o22" in text
     assert "matplotlib rc: 1.5" in text and "the kernel package: book_extensions.kernel.figures" in text
     # Neutralised, so not keyed: the two builds' caches have one name.
     assert [p.name for p in (tmp_path / "cache-1").glob("cpu-*")] == [p.name for p in (tmp_path / "cache-2").glob("cpu-*")]

@@ -152,6 +152,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def missing_locale() -> str | None:
+    """A locale the environment asks for and the machine lacks: Sphinx would stop with a traceback."""
+    import locale
+
+    try:
+        locale.setlocale(locale.LC_ALL, "")
+    except locale.Error:
+        asked = next((f"{name}={os.environ[name]}" for name in ("LC_ALL", "LC_CTYPE", "LANG") if os.environ.get(name)),
+                     "the locale")
+        return f"{asked} is not a locale this machine has (`locale -a` lists them): set another, or C.UTF-8"
+    return None
+
+
 def misplaced_folder(args: argparse.Namespace) -> str | None:
     """A folder the build writes that lies among the pages' sources, or None."""
     for option, folder in (("--out", args.out), ("--cache-root", args.cache_root)):
@@ -489,7 +502,7 @@ def busy(lock: Path, using: str, option: str, preview: bool) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     problems = settings.problems(args.confdir, args.docs, args.languages, args.sphinx_args)
-    problems = problems or [problem for problem in [misplaced_folder(args)] if problem]
+    problems = problems or [problem for problem in [misplaced_folder(args), missing_locale()] if problem]
     problems = problems or input_problems(args)
     if problems:
         for problem in problems:

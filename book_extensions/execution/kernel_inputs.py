@@ -104,6 +104,8 @@ INPUTS = (
           "test_kernel_provenance.py::test_the_users_ipython_startup_files_do_not_reach_the_kernel"),
     Input("system configuration files", "keyed", "IPython's system folders (SYSTEM_CONFIG_FOLDERS) are digested",
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
+    Input("the umask", "neutralised", "the startup file sets 0o022: files a page writes get the same permissions",
+          "test_kernel_inputs.py::test_the_builds_environment_does_not_reach_a_page"),
     Input("the working folder", "neutralised", "each page runs in an empty scratch folder", "test_executor.py"),
 )
 

@@ -362,3 +362,34 @@ def test_an_edit_dated_between_the_last_snapshot_and_the_read_is_built(pages):
     assert "An edit that the times do not show." in (edited.site() / "en" / "second.html").read_text(encoding="utf8")
     again = build()
     assert "[en] html unchanged in " in again.output
+
+
+@pytest.mark.unit
+def test_languages_built_at_once_read_in_turn(tmp_path):
+    """The second language's Sphinx reads only once the first has given up its turn (read,
+    failed or ended), so a changed page executes once, in the first language."""
+    first = driver.ReadingTurn(tmp_path / "en.lock", None)
+    second = driver.ReadingTurn(tmp_path / "zh.lock", first.path)
+    marker = tmp_path / "zh-reads"
+    waiter = subprocess.Popen(
+        [sys.executable, "-c", "from book_extensions.execution import page_execution as p; import sys; "
+         "p.wait_for_reading_turn(None, None, []); open(sys.argv[1], 'w').close()", str(marker)],
+        env={**os.environ, **second.environment()}, pass_fds=second.fds(), cwd=ROOT)
+    second.handed_over()
+    with pytest.raises(subprocess.TimeoutExpired):
+        waiter.wait(timeout=3)  # held: it cannot have read
+    assert not marker.exists()
+    first.give_up()  # en read (or was unchanged)
+    assert waiter.wait(timeout=60) == 0 and marker.exists()
+
+
+@pytest.mark.unit
+def test_a_locale_the_machine_lacks_is_one_line_before_sphinx_starts(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "book_extensions", "build", "html", "--out", str(tmp_path / "out"),
+                             "--cache-root", str(tmp_path / "cache")], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "LC_ALL": "xx_NOWHERE.UTF-8"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: LC_ALL=xx_NOWHERE.UTF-8 is not a locale this machine has (`locale -a` lists them): "
+        "set another, or C.UTF-8"]
+    assert not (tmp_path / "out").exists()

@@ -2,7 +2,9 @@
 neutralised (the kernel starts without it) or keyed (it names the execution cache); one test
 per entry of its list, here or where the list names it."""
 
+import os
 import re
+import sys
 from html import unescape
 from pathlib import Path
 
@@ -80,7 +82,7 @@ def test_each_keyed_input_changes_the_cache_name(tmp_path, monkeypatch):
     assert name() == before
     packages = kernel_inputs.installed_packages()
     monkeypatch.setattr(kernel_inputs, "installed_packages",
-                        lambda: tuple(p if not p.startswith("matplotlib==") else "matplotlib==0.0" for p in packages))
+                        lambda: tuple(p if not p.startswith("matplotlib-") else "matplotlib-0.0.dist-info" for p in packages))
     changed["another package"] = name()
     monkeypatch.undo()
     config = tmp_path / "etc" / "ipython"
@@ -116,13 +118,32 @@ def test_the_builds_environment_does_not_reach_a_page(tmp_path, monkeypatch):
                         "MPLCONFIGDIR": str(home / ".config" / "matplotlib"), "LC_ALL": "C",
                         "BOOK_TEST_LEAK": "1"}.items():
         monkeypatch.setenv(name, value)
-    elsewhere = build_book(FIXTURE, tmp_path / "elsewhere", "html", "--language", "en", cache=tmp_path / "cache-2")
+    umask = os.umask(0o077)  # the build's processes inherit it
+    try:
+        elsewhere = build_book(FIXTURE, tmp_path / "elsewhere", "html", "--language", "en", cache=tmp_path / "cache-2")
+    finally:
+        os.umask(umask)
     assert elsewhere.returncode == 0, elsewhere.output
     shown = outputs(elsewhere)
     assert shown == outputs(plain)
     text = " ".join(shown)
     assert "zone UTC UTC threads 1 1" in text and "hash seed 0 locale C.UTF-8" in text
-    assert "home is empty: True" in text and "from the build: []" in text
+    assert "home is empty: True" in text and "from the build: []" in text and "umask 0o22" in text
     assert "matplotlib rc: 1.5" in text and "the kernel package: book_extensions.kernel.figures" in text
     # Neutralised, so not keyed: the two builds' caches have one name.
     assert [p.name for p in (tmp_path / "cache-1").glob("cpu-*")] == [p.name for p in (tmp_path / "cache-2").glob("cpu-*")]
+
+
+@pytest.mark.unit
+def test_a_package_installed_anywhere_on_the_path_is_seen(tmp_path, monkeypatch):
+    (tmp_path / "newly_installed-1.2.dist-info").mkdir()
+    kernel_inputs.installed_packages.cache_clear()
+    before = kernel_inputs.installed_packages()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
+    kernel_inputs.installed_packages.cache_clear()
+    try:
+        after = kernel_inputs.installed_packages()
+    finally:
+        kernel_inputs.installed_packages.cache_clear()
+    assert set(after) - set(before) == {"newly_installed-1.2.dist-info"}
+    assert any(name.startswith("torch-") for name in before)

@@ -4,7 +4,8 @@
   no execution settings of its own, a title);
 - :mod:`.parity`: the languages have the same pages, code and structure (also a verb);
 - :mod:`.prose`: no sentence names the torch release that built it; a language's prose uses
-  the words of its term list;
+  the words of its term list (:mod:`.term_list` reads that list, without Sphinx's application,
+  so that the build driver checks it before Sphinx starts);
 - :mod:`.typography`: a CJK edition's spacing and punctuation (and a verb: long sentences);
 - :mod:`.remote_loads`: no cell's output makes its page load or run anything from another
   host (nor run a script at all), and the built site loads nothing from other hosts;

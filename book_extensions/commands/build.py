@@ -1,4 +1,4 @@
-"""Build the book: every language, one after the other, with one Sphinx builder.
+"""Build the book: every language with one Sphinx builder (html: all at once).
 
     python -m book_extensions build html --device cpu
     python -m book_extensions build doctest
@@ -48,9 +48,14 @@ What the driver guarantees, since Sphinx alone does not:
   build started is gone (ending any left behind, also after a normal build), and only
   then frees the locks and says in one line that the build was stopped.
 
-Languages are built one after the other because two builds writing one jupyter-cache at
-the same time can corrupt it; each build reads its pages in parallel. A failing language
-does not stop the next one: the run reports every problem, then exits non-zero.
+The html build runs every language's Sphinx at once, but they read their pages (where
+pages execute) one after the other, in conf.py's order (:class:`ReadingTurn`): the first
+language executes a changed page, the others take its outputs from the cache, and starting
+Sphinx, writing and the steps after a language is written overlap; on two cores a prose edit
+of both languages costs about the slower language's rebuild, not their sum. Other builders
+build one language after the other. Each build reads its pages in parallel (``-j``). A
+failing language does not stop the others: the run reports every problem, then exits
+non-zero.
 """
 
 from __future__ import annotations
@@ -145,6 +150,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     for name in ("docs", "out", "cache_root", "confdir", "results"):
         setattr(args, name, getattr(args, name).resolve())
     return args
+
+
+def missing_locale() -> str | None:
+    """A locale the environment asks for and the machine lacks: Sphinx would stop with a traceback."""
+    import locale
+
+    try:
+        locale.setlocale(locale.LC_ALL, "")
+    except locale.Error:
+        asked = next((f"{name}={os.environ[name]}" for name in ("LC_ALL", "LC_CTYPE", "LANG") if os.environ.get(name)),
+                     "the locale")
+        return f"{asked} is not a locale this machine has (`locale -a` lists them): set another, or C.UTF-8"
+    return None
 
 
 def misplaced_folder(args: argparse.Namespace) -> str | None:
@@ -311,7 +329,7 @@ class Stop:
         self.finished = False  # the site was published: a late signal stops nothing
         self.signum: int | None = None
         self.since = 0.0
-        self.child: subprocess.Popen | None = None
+        self.children: list[subprocess.Popen] = []  # one Sphinx a language, several at once
 
     def __call__(self, signum: int, frame) -> None:
         if self.signum is None:
@@ -319,20 +337,26 @@ class Stop:
         self.forward(signum)
 
     def forward(self, signum: int) -> None:
-        if self.child is not None and self.child.poll() is None:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.child.pid, signum)
+        for child in list(self.children):
+            if child.poll() is None:
+                with suppress(ProcessLookupError, PermissionError):
+                    os.killpg(child.pid, signum)
 
     def message(self) -> str:
         return f"error: {self.MESSAGES[self.signum]}; run it again to finish"
 
 
-def run_sphinx(command: list[str], stop: Stop) -> int:
+def run_sphinx(command: list[str], stop: Stop, turn: ReadingTurn | None = None) -> int:
     """Sphinx's exit status; it runs in a session of its own, so that a signal reaches all of
     it (its parallel readers too) through the driver, which waits for it to be gone."""
-    child = subprocess.Popen(command, start_new_session=True, pass_fds=stop.locks,
+    fds, env = stop.locks, None
+    if turn is not None:
+        fds, env = (*fds, *turn.fds()), {**os.environ, **turn.environment()}
+    child = subprocess.Popen(command, start_new_session=True, pass_fds=fds, env=env,
                              preexec_fn=lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM))  # the driver killed
-    stop.child = child
+    if turn is not None:
+        turn.handed_over()
+    stop.children.append(child)
     if stop.signum is not None:  # arrived while it started
         stop.forward(stop.signum)
     try:
@@ -343,7 +367,44 @@ def run_sphinx(command: list[str], stop: Stop) -> int:
                 if stop.signum is not None and time.monotonic() - stop.since > STOP_GRACE:
                     stop.forward(signal.SIGKILL)
     finally:
-        stop.child = None
+        stop.children.remove(child)
+
+
+class ReadingTurn:
+    """Languages build at once, but read their pages one after the other, in conf.py's order.
+
+    Reading is where pages execute, and every language's pages are one execution: the first
+    language runs a changed page and the others take its outputs from the cache, instead of
+    running it at once. The rest (starting Sphinx, writing, the steps after) overlaps. Each
+    language's Sphinx holds its turn, a lock the driver takes before any of them starts,
+    until it has read its pages; it waits for the turn before its own to be given up (the
+    previous language read, failed or was unchanged) before it reads
+    (:func:`..execution.page_execution.wait_for_reading_turn`)."""
+
+    ENV_HELD, ENV_AFTER = "BOOK_READING_TURN_FD", "BOOK_READING_AFTER"
+
+    def __init__(self, path: Path, after: Path | None) -> None:
+        import fcntl
+
+        self.path, self.after = path, after
+        self.fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)  # this build holds the output folder: nobody else waits
+
+    def fds(self) -> tuple[int, ...]:
+        return () if self.fd is None else (self.fd,)
+
+    def environment(self) -> dict[str, str]:
+        env = {self.ENV_HELD: str(self.fd)} if self.fd is not None else {}
+        return env | ({self.ENV_AFTER: str(self.after)} if self.after else {})
+
+    def handed_over(self) -> None:
+        """Sphinx holds the lock now (the same open file): it ends with its reading, or its life."""
+        self.give_up()
+
+    def give_up(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def end_leftovers(grace: float = 5) -> list[str]:
@@ -441,7 +502,7 @@ def busy(lock: Path, using: str, option: str, preview: bool) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     problems = settings.problems(args.confdir, args.docs, args.languages, args.sphinx_args)
-    problems = problems or [problem for problem in [misplaced_folder(args)] if problem]
+    problems = problems or [problem for problem in [misplaced_folder(args), missing_locale()] if problem]
     problems = problems or input_problems(args)
     if problems:
         for problem in problems:
@@ -516,9 +577,11 @@ def with_signals_passed_on(args: argparse.Namespace, languages: list[Language], 
     return status
 
 
-def build_language(args: argparse.Namespace, language: Language, stop: Stop) -> tuple[str, str | None]:
+def build_language(args: argparse.Namespace, language: Language, stop: Stop,
+                   turn: ReadingTurn | None = None) -> tuple[str, str | None]:
     """Build one language and say so in one line: ("unchanged", "built", "failed" or "stopped",
-    the digest of what an html build read, to note once the site is published)."""
+    the digest of what an html build read, to note once the site is published). With a
+    ``turn`` (languages built at once), the processes it leaves are ended once all are done."""
     code = language.code
     started = time.perf_counter()
     doctrees = args.out / args.device / "doctrees" / code
@@ -545,8 +608,8 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop) -> 
         publish.remove(work)
     if stop.signum is not None:
         return "stopped", None
-    returncode = run_sphinx(sphinx_command(args, language, args.docs, args.out, fresh), stop)
-    left = end_leftovers()
+    returncode = run_sphinx(sphinx_command(args, language, args.docs, args.out, fresh), stop, turn)
+    left = end_leftovers() if turn is None else []
     if stop.signum is not None:
         return "stopped", None
     if left:
@@ -575,14 +638,49 @@ def report_doctest_relaxations(args: argparse.Namespace, language: Language) -> 
         print(f"[{language.code}] {line}", flush=True)
 
 
-def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
-    results = {}
+def built_at_once(args: argparse.Namespace, languages: list[Language], stop: Stop) -> dict[str, tuple]:
+    """The html build of every language at once, each reading in its turn (:class:`ReadingTurn`):
+    on two cores a rebuild after an edit takes about the time of the slower language."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    device_dir = args.out / args.device
+    turns, after = [], None
     for language in languages:
-        if args.builder == "doctest":
-            report_doctest_relaxations(args, language)
-        results[language.code] = build_language(args, language, stop)
-        if stop.signum is not None:
-            return 1
+        turns.append(ReadingTurn(device_dir / f"book-reading-{language.code}.lock", after))
+        after = turns[-1].path
+    try:
+        def in_turn(language: Language, turn: ReadingTurn) -> tuple[str, str | None]:
+            try:
+                return build_language(args, language, stop, turn)
+            finally:  # unchanged, or stopped before Sphinx started: the next language reads now
+                turn.give_up()
+
+        with ThreadPoolExecutor(len(languages)) as pool:
+            futures = {language.code: pool.submit(in_turn, language, turn)
+                       for language, turn in zip(languages, turns, strict=True)}
+            results = {code: future.result() for code, future in futures.items()}
+    finally:
+        for turn in turns:  # an unchanged language never started Sphinx: its turn is over
+            turn.give_up()
+    left = end_leftovers()
+    if left and stop.signum is None:
+        print(f"warning: the build left processes running, now ended: {', '.join(left)}", file=sys.stderr)
+    return results
+
+
+def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
+    if args.builder == "html" and len(languages) > 1:
+        results = built_at_once(args, languages, stop)
+    else:
+        results = {}
+        for language in languages:
+            if args.builder == "doctest":
+                report_doctest_relaxations(args, language)
+            results[language.code] = build_language(args, language, stop)
+            if stop.signum is not None:
+                return 1
+    if stop.signum is not None:
+        return 1
     failed = [code for code, (result, _) in results.items() if result == "failed"]
     if failed:
         print(f"error: the {args.builder} build failed for: {', '.join(failed)}", file=sys.stderr)

@@ -62,7 +62,7 @@ def terms_problems(path: Path) -> list[str]:
         return []
     from sphinx.errors import ConfigError
 
-    from ..checks.prose import load_terms
+    from ..checks.term_list import load_terms
 
     try:
         load_terms(Path(named(path)))  # read as the message names it

@@ -26,10 +26,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
+import os
 import shutil
 from collections.abc import Callable
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -209,6 +212,27 @@ def reread_pages_with_problems(app: Sphinx, env, added, changed, removed) -> lis
     return [d for d, state in page_state.every(env).items() if state.problems and d not in removed]
 
 
+def wait_for_reading_turn(app: Sphinx, env, docnames: list[str]) -> None:
+    """With the languages built at once, the language before this one reads (and executes)
+    first: this one then takes those outputs from the cache (commands/build.ReadingTurn)."""
+    after = os.environ.get("BOOK_READING_AFTER")
+    if after:
+        fd = os.open(after, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # given up when that language has read, failed or ended
+        finally:
+            os.close(fd)
+
+
+def end_reading_turn(app: Sphinx, env) -> None:
+    held = os.environ.get("BOOK_READING_TURN_FD")
+    if held and not getattr(app, "book_reading_turn_ended", False):
+        app.book_reading_turn_ended = True  # once: the descriptor's number may be reused after
+        with suppress(OSError):
+            fcntl.flock(int(held), fcntl.LOCK_UN)
+            os.close(int(held))
+
+
 def on_env_before_read_docs(app: Sphinx, env, docnames: list[str]) -> None:
     env.book_read_now = sorted(docnames)
 
@@ -228,7 +252,9 @@ def write_executions(app: Sphinx) -> None:
 def setup(app: Sphinx) -> None:
     app.connect("config-inited", configure_execution)
     app.connect("builder-inited", forget_failure_reports)
+    app.connect("env-before-read-docs", wait_for_reading_turn, priority=100)
     app.connect("env-before-read-docs", on_env_before_read_docs)
+    app.connect("env-updated", end_reading_turn)
     app.connect("source-read", on_source_read)
     app.connect("doctree-read", on_doctree_read)
     app.connect("env-get-outdated", reread_pages_with_problems)

@@ -30,6 +30,9 @@ for _stream in (sys.stdout, sys.stderr):
     if hasattr(_stream, "flush_interval"):
         _stream.flush_interval = 3600.0
 
+# Files a page writes get the same permissions whatever the build's umask (a cell may show them).
+os.umask(0o022)
+
 _device = os.environ.get("BOOK_DEVICE", "cpu")
 if _device != "cpu":
     import torch

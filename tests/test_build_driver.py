@@ -362,3 +362,21 @@ def test_an_edit_dated_between_the_last_snapshot_and_the_read_is_built(pages):
     assert "An edit that the times do not show." in (edited.site() / "en" / "second.html").read_text(encoding="utf8")
     again = build()
     assert "[en] html unchanged in " in again.output
+
+
+def test_a_value_glued_from_another_page_follows_that_pages_code(tmp_path, fixture_cache):
+    """myst-nb fills in a value glued from another page when the showing page is written, and
+    nothing wrote it again when the gluing page's code changed: the old value stayed published
+    and every later build said "unchanged"."""
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "glued_pages" / "docs", docs)
+    gluing = docs / "en" / "index.md"
+
+    def shown():
+        done = build_book(docs, tmp_path, "html", "--language", "en", cache=fixture_cache)
+        assert done.returncode == 0, done.output
+        return (done.site() / "en" / "shown.html").read_text(encoding="utf8")
+
+    assert "The answer is 111" in shown()
+    gluing.write_text(gluing.read_text(encoding="utf8").replace("111", "222"), encoding="utf8")
+    assert "The answer is 222" in shown()

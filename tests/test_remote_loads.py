@@ -2,6 +2,7 @@
 elsewhere fails the build, naming its page and cell (book_extensions/checks/remote_loads.py),
 and a built page loads nothing from another host even so (its Content-Security-Policy)."""
 
+import json
 import re
 from urllib.parse import quote
 
@@ -161,6 +162,29 @@ def test_the_site_scan_sees_what_a_browser_loads_from_raw_html_and_svg_files(tmp
 def test_the_site_scan_leaves_a_comment_a_browser_keeps_whole(tmp_path):
     (tmp_path / "page.html").write_text('<p><!-- <img src="https://img.example/x.png"> --></p>', encoding="utf8")
     assert check_site(tmp_path) == []
+
+
+@pytest.mark.unit
+def test_a_page_found_clean_by_other_rules_is_scanned_again(tmp_path, monkeypatch):
+    """The scan skips a page it found clean while its bytes are the same; a verdict of older
+    rules (before a gap was closed) kept a page that now fails passing for good."""
+    from types import SimpleNamespace
+
+    from book_extensions.checks import remote_loads
+
+    site, doctrees = tmp_path / "html", tmp_path / "doctrees"
+    site.mkdir()
+    doctrees.mkdir()
+    page = site / "page.html"
+    page.write_text('<html><body><!--> <img src="https://img.example/a.png"> --></body></html>', encoding="utf8")
+    digest = remote_loads.hashlib.sha256(page.read_bytes()).hexdigest()
+    # What the rules before this one recorded: this page, clean.
+    (doctrees / "book-offline-clean-relative.json").write_text(json.dumps({"page.html": digest}))
+    warned = []
+    monkeypatch.setattr(remote_loads, "logger", SimpleNamespace(warning=lambda message, **_: warned.append(message)))
+    app = SimpleNamespace(config=SimpleNamespace(book_base_url=""), outdir=str(site), doctreedir=str(doctrees))
+    remote_loads.check_build(app)
+    assert warned and "page.html loads https://img.example/a.png" in warned[0]
 
 
 @pytest.mark.unit

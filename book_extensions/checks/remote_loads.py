@@ -418,13 +418,17 @@ def check_build(app: Sphinx) -> None:
     outdir = Path(app.outdir)
     # Scanning every page takes longer than a build that changed nothing; a page
     # is scanned again when it is rewritten, and until it is clean.
+    # A verdict holds for the rules that gave it: the record names this module's digest, and
+    # another version of the rules scans every file again.
     record = Path(app.doctreedir) / f"book-offline-clean-{own_host or 'relative'}.json"
+    rules = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     try:
-        known_clean = json.loads(record.read_text())
-    except (OSError, ValueError):
+        saved = json.loads(record.read_text())
+        known_clean = saved["files"] if saved.get("rules") == rules and isinstance(saved["files"], dict) else {}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         known_clean = {}
     problems = check_site(outdir, own_host, known_clean)
-    record.write_text(json.dumps(known_clean))
+    record.write_text(json.dumps({"rules": rules, "files": known_clean}))
     for rel, problem in problems:
         logger.warning(
             f"{outdir.name}/{rel} {problem}: the site loads nothing from another host, and works offline",

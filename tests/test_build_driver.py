@@ -393,3 +393,21 @@ def test_a_locale_the_machine_lacks_is_one_line_before_sphinx_starts(tmp_path):
         "error: LC_ALL=xx_NOWHERE.UTF-8 is not a locale this machine has (`locale -a` lists them): "
         "set another, or C.UTF-8"]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_value_glued_from_another_page_follows_that_pages_code(tmp_path, fixture_cache):
+    """myst-nb fills in a value glued from another page when the showing page is written, and
+    nothing wrote it again when the gluing page's code changed: the old value stayed published
+    and every later build said "unchanged"."""
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "glued_pages" / "docs", docs)
+    gluing = docs / "en" / "index.md"
+
+    def shown():
+        done = build_book(docs, tmp_path, "html", "--language", "en", cache=fixture_cache)
+        assert done.returncode == 0, done.output
+        return (done.site() / "en" / "shown.html").read_text(encoding="utf8")
+
+    assert "The answer is 111" in shown()
+    gluing.write_text(gluing.read_text(encoding="utf8").replace("111", "222"), encoding="utf8")
+    assert "The answer is 222" in shown()

@@ -2,6 +2,7 @@
 elsewhere fails the build, naming its page and cell (book_extensions/checks/remote_loads.py),
 and a built page loads nothing from another host even so (its Content-Security-Policy)."""
 
+import json
 import re
 from urllib.parse import quote
 
@@ -9,7 +10,7 @@ import pytest
 from books import FIXTURES, assert_reported, build_book, warnings_of
 from browsing import visit, watched_page
 
-from book_extensions.checks.remote_loads import output_problems, url_problem
+from book_extensions.checks.remote_loads import check_site, output_problems, url_problem
 from book_extensions.commands.chromium import serve
 from book_extensions.site.meta_and_footer import CONTENT_SECURITY_POLICY
 
@@ -133,6 +134,57 @@ def test_an_output_that_loads_or_runs_anything_is_refused(mime_type, data, cause
 ])
 def test_an_output_shown_from_this_site_passes(mime_type, data):
     assert output_problems(mime_type, data, mathjax="_static/mathjax/tex-chtml.js") == []
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name, text, cause", [
+    # A browser ends these comments early and loads what follows; html.parser read it all as a comment.
+    ("page.html", '<p>a</p><!--> <img src="https://img.example/a.png" alt="a"> -->', "a.png (<img src>)"),
+    ("page.html", '<!---> <img src="https://img.example/b.png" alt="b"> -->', "b.png (<img src>)"),
+    ("page.html", '<!-- x --!> <img src="https://img.example/c.png" alt="c"> -->', "c.png (<img src>)"),
+    # Outside SVG a CDATA section is a comment that ends at the first ">".
+    ("page.html", '<![CDATA[ x > <img src="https://img.example/d.png" alt="d"> ]]>', "d.png (<img src>)"),
+    # Inside an SVG's <style> its text is the sheet.
+    ("page.html", '<svg><style><![CDATA[ rect { fill: url(https://img.example/e.svg#g) } ]]></style></svg>',
+     "e.svg#g (<style>)"),
+    # An SVG file of the site (a page's own image) loads when a reader opens it.
+    ("_images/f.svg", '<svg xmlns="http://www.w3.org/2000/svg"><image href="https://img.example/f.png"/></svg>',
+     "f.png (<image href>)"),
+])
+def test_the_site_scan_sees_what_a_browser_loads_from_raw_html_and_svg_files(tmp_path, name, text, cause):
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text if name.endswith(".svg") else f"<html><body>{text}</body></html>", encoding="utf8")
+    assert check_site(tmp_path) == [(name, f"loads https://img.example/{cause}")]
+
+
+@pytest.mark.unit
+def test_the_site_scan_leaves_a_comment_a_browser_keeps_whole(tmp_path):
+    (tmp_path / "page.html").write_text('<p><!-- <img src="https://img.example/x.png"> --></p>', encoding="utf8")
+    assert check_site(tmp_path) == []
+
+
+@pytest.mark.unit
+def test_a_page_found_clean_by_other_rules_is_scanned_again(tmp_path, monkeypatch):
+    """The scan skips a page it found clean while its bytes are the same; a verdict of older
+    rules (before a gap was closed) kept a page that now fails passing for good."""
+    from types import SimpleNamespace
+
+    from book_extensions.checks import remote_loads
+
+    site, doctrees = tmp_path / "html", tmp_path / "doctrees"
+    site.mkdir()
+    doctrees.mkdir()
+    page = site / "page.html"
+    page.write_text('<html><body><!--> <img src="https://img.example/a.png"> --></body></html>', encoding="utf8")
+    digest = remote_loads.hashlib.sha256(page.read_bytes()).hexdigest()
+    # What the rules before this one recorded: this page, clean.
+    (doctrees / "book-offline-clean-relative.json").write_text(json.dumps({"page.html": digest}))
+    warned = []
+    monkeypatch.setattr(remote_loads, "logger", SimpleNamespace(warning=lambda message, **_: warned.append(message)))
+    app = SimpleNamespace(config=SimpleNamespace(book_base_url=""), outdir=str(site), doctreedir=str(doctrees))
+    remote_loads.check_build(app)
+    assert warned and "page.html loads https://img.example/a.png" in warned[0]
 
 
 @pytest.mark.unit

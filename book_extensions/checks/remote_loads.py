@@ -13,14 +13,16 @@ script, font or image from elsewhere also tells that host who read it. Three lay
   the page's URLs (``<base>``, ``<meta http-equiv>``) and loads nothing but from this site
   or a checked ``data:`` URL. One warning per output names the page, the cell and the
   cause;
-- every page and stylesheet written (:func:`check_build`): the same rules over the site's
-  own HTML (the templates, raw HTML in a page's prose), except that the site's own scripts
+- every page, stylesheet and SVG file written (:func:`check_build`): the same rules over the
+  site's own HTML (the templates, raw HTML in a page's prose) and images (an SVG a page shows
+  is a file a reader can open, where no policy holds), except that the site's own scripts
   run; it names the file;
 - every page of the site carries a Content-Security-Policy that lets the browser load
   and connect to this site only (:mod:`..site.meta_and_footer`), so what the two checks
   above miss still loads nothing from another host. The site's check reads pages with
   html.parser, faster than html5lib (19 s against 43 s for the whole site here) but not the
-  browser's algorithm: the policy is what holds there.
+  browser's algorithm (comments and CDATA sections a browser ends early are read again as
+  markup): the policy is what holds there.
 
 A URL counts as a load wherever the browser fetches it without the reader's doing: an
 attribute the browser takes as a URL (``src``, ``srcset``, ``href`` but on a link, ``poster``,
@@ -349,14 +351,38 @@ class ResourceFinder(HTMLParser):
 
     def handle_data(self, data):
         if self._in_style:
-            self.found += [f"{p} (<style>)" for p in css_problems(data, self.own_host, sheet=True)]
+            # Inside an SVG's <style>, a CDATA section's text is the sheet; html.parser keeps the markers.
+            sheet = re.sub(r"<!\[CDATA\[|\]\]>", " ", data)
+            self.found += [f"{p} (<style>)" for p in css_problems(sheet, self.own_host, sheet=True)]
+
+    def handle_comment(self, data):
+        # html.parser ends a comment at the first "-->" only; a browser also at "<!-->", "<!--->"
+        # and "--!>", and reads what follows as markup: <!--> <img src=https://…> --> loads.
+        if data.startswith(("->", ">")):
+            self._markup(data[2:] if data.startswith("->") else data[1:])
+        elif "--!>" in data:
+            self._markup(data.partition("--!>")[2])
+
+    def unknown_decl(self, data):
+        # <![CDATA[…]]> outside SVG and MathML is a comment to a browser, which ends at the first ">".
+        if data.startswith("CDATA[") and ">" in data:
+            self._markup(data.partition(">")[2])
+
+    def _markup(self, text: str) -> None:
+        finder = ResourceFinder(self.own_host)
+        finder.feed(text)
+        finder.close()
+        self.found += finder.found
 
 
 def remote_loads(path: Path, own_host: str = "") -> list[str]:
-    """What an html or css file of the site would load from another host."""
+    """What an html, css or svg file of the site would load from another host (an SVG is
+    published as a file of its own, which a reader can open)."""
     text = path.read_text(encoding="utf8", errors="replace")
     if path.suffix == ".css":
         return css_problems(text, own_host, sheet=True)
+    if path.suffix == ".svg":
+        return svg_problems(text, own_host)
     finder = ResourceFinder(own_host)
     finder.feed(text)
     finder.close()
@@ -373,7 +399,7 @@ def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None
     problems = []
     known_clean = {} if known_clean is None else known_clean
     for path in sorted(outdir.rglob("*")):
-        if path.suffix in (".html", ".css") and path.is_file():
+        if path.suffix in (".html", ".css", ".svg") and path.is_file():
             rel = path.relative_to(outdir).as_posix()
             stamp = hashlib.sha256(path.read_bytes()).hexdigest()
             if known_clean.get(rel) == stamp:
@@ -392,13 +418,17 @@ def check_build(app: Sphinx) -> None:
     outdir = Path(app.outdir)
     # Scanning every page takes longer than a build that changed nothing; a page
     # is scanned again when it is rewritten, and until it is clean.
+    # A verdict holds for the rules that gave it: the record names this module's digest, and
+    # another version of the rules scans every file again.
     record = Path(app.doctreedir) / f"book-offline-clean-{own_host or 'relative'}.json"
+    rules = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     try:
-        known_clean = json.loads(record.read_text())
-    except (OSError, ValueError):
+        saved = json.loads(record.read_text())
+        known_clean = saved["files"] if saved.get("rules") == rules and isinstance(saved["files"], dict) else {}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         known_clean = {}
     problems = check_site(outdir, own_host, known_clean)
-    record.write_text(json.dumps(known_clean))
+    record.write_text(json.dumps({"rules": rules, "files": known_clean}))
     for rel, problem in problems:
         logger.warning(
             f"{outdir.name}/{rel} {problem}: the site loads nothing from another host, and works offline",

@@ -59,8 +59,17 @@ def snapshot(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
 
 
 def note_dependencies(app: Sphinx, doctree) -> None:
-    """``doctree-read``: the page's dependencies, as they were before this build read them."""
+    """``doctree-read``: the page's dependencies, as they were before this build read them.
+
+    A value glued from another page (``{glue}`page.md::key```) is filled in when this page is
+    written, from that page's outputs; nothing tells Sphinx to write this page again when
+    they change, so the other page's source is a dependency: its edit reads this one again."""
+    from myst_nb.ext.glue.utils import PendingGlueReference
+
     env = app.env
+    for node in doctree.findall(PendingGlueReference) if doctree is not None else ():
+        if node.refdoc != env.docname:
+            env.note_dependency(str(env.doc2path(node.refdoc)))
     known = getattr(app, "book_source_snapshot", {})
     page_state.of(env).dependencies = {
         str(p): known[str(p)] if str(p) in known else file_digest(p)

@@ -120,8 +120,25 @@ def test_a_process_that_writes_after_its_page_gets_that_page_blamed(tmp_path):
         r'a page must wait for what it starts; it was stopped', line)]
     assert len(found) == 1, run.output
     assert "slow.md" not in "\n".join(line for line in run.output.splitlines() if "WARNING" in line)
-    time.sleep(3)  # when it would have written
+    # Stopped: no process with the page's environment is left to write (instead of waiting
+    # out its 3 s; a SIGKILLed process may take a moment to go).
+    deadline = time.monotonic() + 30
+    while left := with_environment("BOOK_TEST_LATE", str(late)):
+        assert time.monotonic() < deadline, left
+        time.sleep(0.1)
     assert not late.exists()
+
+
+def with_environment(name: str, value: str) -> list[str]:
+    """The command lines of the live processes whose environment sets ``name`` to ``value``."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and process.environ().get(name) == value:
+                found.append(" ".join(process.cmdline()))
+        except psutil.Error:  # gone meanwhile, or another user's
+            pass
+    return found
 
 
 def test_a_page_that_writes_at_the_repository_root_is_blamed(tmp_path):

@@ -220,19 +220,24 @@ def assert_one_line_config_error(load, path: Path, content: str, cause: str) -> 
 
 def sleeping_build(out: Path, cache: Path) -> subprocess.Popen:
     """A build of tests/fixtures/timeout (English) in its own process group, returned once its
-    page is in the cell that sleeps for ten minutes: that cell first creates the file the
-    environment's BOOK_TEST_SLEEPING names, so the tests that stop the build wait for that
-    file instead of sleeping for a guessed time."""
+    page is in the cell that sleeps for ten minutes: that cell first creates the file
+    ``sleeping`` in its working folder, inside the build's TMPDIR (a folder beside ``cache``),
+    so the tests that stop the build wait for that file instead of sleeping for a guessed time."""
+    import signal
     import time
 
-    marker = cache.with_name(f"{cache.name}.sleeping")
+    temporary = cache.with_name(f"{cache.name}.tmp")
+    temporary.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
                "--docs", str(FIXTURES / "timeout" / "docs"), "--out", str(out), "--cache-root", str(cache)]
     build = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True, env={**os.environ, "BOOK_TEST_SLEEPING": str(marker)})
+                             start_new_session=True, env={**os.environ, "TMPDIR": str(temporary)})
     deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert build.poll() is None and time.monotonic() < deadline, build.communicate()[0]
+    while not any(temporary.rglob("sleeping")):
+        if build.poll() is not None or time.monotonic() > deadline:
+            if build.poll() is None:  # its page sleeps for ten minutes: stop it all
+                os.killpg(build.pid, signal.SIGKILL)
+            raise AssertionError(f"the build never reached its sleeping cell: {build.communicate()[0]}")
         time.sleep(0.1)
     return build
 

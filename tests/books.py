@@ -14,7 +14,8 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from book_extensions.paths import ROOT  # the repository; the tests import it from here
+
 FIXTURES = Path(__file__).parent / "fixtures"
 # The theme's own files, as installed (the tests of the stylesheet trimming start from them).
 THEME_STATIC = Path(importlib.util.find_spec("pydata_sphinx_theme").origin).parent / "theme" / "pydata_sphinx_theme" / "static"
@@ -112,6 +113,10 @@ def run_build(docs: Path, work: Path, builder: str = "html", *options: str,
               sphinx: tuple[str, ...] = (), cache: Path | None = None, tz: str | None = None) -> Build:
     """:func:`build_book` whatever test is running (the real book's background build)."""
     out, cache = work / "_build", cache or work / "cache"
+    # The driver's default `-j auto` even under pytest-xdist's `-n auto`: parallel readers are
+    # how `nox -s docs` runs the gates, and they cost no more CPU than one reader (a fixture
+    # book's build took as much CPU time either way here), only more processes, which use a
+    # core the other worker leaves idle while it waits (for a browser, a kernel's start).
     command = [sys.executable, "-m", "book_extensions", "build", builder, "-q",
                "--docs", str(docs), "--out", str(out), "--cache-root", str(cache), *options]
     if sphinx:
@@ -211,3 +216,37 @@ def assert_one_line_config_error(load, path: Path, content: str, cause: str) -> 
         load(path)
     message = str(raised.value)
     assert str(path) in message and cause in message and "\n" not in message
+
+
+def sleeping_build(out: Path, cache: Path) -> subprocess.Popen:
+    """A build of tests/fixtures/timeout (English) in its own process group, returned once its
+    page is in the cell that sleeps for ten minutes: that cell first creates the file
+    ``sleeping`` in its working folder, inside the build's TMPDIR (a folder beside ``cache``),
+    so the tests that stop the build wait for that file instead of sleeping for a guessed time."""
+    import signal
+    import time
+
+    temporary = cache.with_name(f"{cache.name}.tmp")
+    temporary.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
+               "--docs", str(FIXTURES / "timeout" / "docs"), "--out", str(out), "--cache-root", str(cache)]
+    build = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True, env={**os.environ, "TMPDIR": str(temporary)})
+    deadline = time.monotonic() + 120
+    while not any(temporary.rglob("sleeping")):
+        if build.poll() is not None or time.monotonic() > deadline:
+            if build.poll() is None:  # its page sleeps for ten minutes: stop it all
+                os.killpg(build.pid, signal.SIGKILL)
+            raise AssertionError(f"the build never reached its sleeping cell: {build.communicate()[0]}")
+        time.sleep(0.1)
+    return build
+
+
+def descendants(pid: int) -> list:
+    """The processes below ``pid`` (psutil.Process), or none once it is gone."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []

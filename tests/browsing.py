@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from book_extensions.commands.chromium import serve
-from book_extensions.commands.weight import PHONE, RESPONSES, Load
-
 # A page is ready to measure once it has loaded (deferred scripts run before `load`)
 # and its fonts are in (layout depends on them). Waiting for the network to stay quiet
 # as well costs half a second a page: only the tests about requests do that.
@@ -44,28 +37,3 @@ def watched_page(browser, site: str, **context_options):
 
     page.route("**/*", only_local)
     return page
-
-
-# The tests that read first_loads run on one worker, which opens each page once.
-FIRST_LOADS = pytest.mark.xdist_group("first-loads")
-_FIRST_LOADS: dict[Path, dict[str, tuple[Load, list[str]]]] = {}
-
-
-def first_loads(browser, site: Path) -> dict[str, tuple[Load, list[str]]]:
-    """Every page of every language (``<language>/<page>.html``) opened once at 375 px in a
-    fresh context (nothing cached) until the network is quiet: what it downloaded, and its
-    problems (console and script errors, requests to another host). Measured once per
-    test session and worker: the tests that read it share an xdist group."""
-    if site not in _FIRST_LOADS:
-        found = {}
-        with serve(site) as base:
-            for path in sorted(site.glob("*/*.html")):
-                name = path.relative_to(site).as_posix()
-                page = watched_page(browser, base, viewport=PHONE)
-                try:
-                    visit(page, f"/{name}", quiet_network=True)
-                    found[name] = (Load(name, dict(page.evaluate(RESPONSES))), list(page.problems))
-                finally:
-                    page.context.close()
-        _FIRST_LOADS[site] = found
-    return _FIRST_LOADS[site]

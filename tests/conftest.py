@@ -1,5 +1,5 @@
 """Fixtures: fixture books and the real book built, served and opened in Chromium (helpers:
-books.py, browsing.py, site_checks.py); and the tiers every test belongs to (pyproject.toml)."""
+books.py, browsing.py, sweep.py, site_checks.py); and the tiers every test belongs to (pyproject.toml)."""
 
 from __future__ import annotations
 

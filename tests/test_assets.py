@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 from books import FIXTURES, THEME_STATIC
-from browsing import FIRST_LOADS, first_loads
+from sweep import SWEPT, first_loads
 
 from book_extensions import upstream
 from book_extensions.site import asset_trimming
@@ -170,12 +170,12 @@ def test_a_changed_script_the_keep_list_was_read_from_is_reported():
 BUDGET = 565 * 1024  # issue 20: a chapter's first load, uncompressed
 
 
-@FIRST_LOADS
-def test_every_page_first_loads_within_the_budget(book, browser):
+@SWEPT
+def test_every_page_first_loads_within_the_budget(book, browser, site):
     """Bytes are exact, unlike the throttled first paint that `nox -s weight` reports.
     The search page is the one that has to load the search index."""
     heavy = []
-    for name, (load, _) in first_loads(browser, book.site()).items():
+    for name, (load, _) in first_loads(browser, site, book.site()).items():
         if name.endswith("/search.html"):
             continue
         if load.bytes > BUDGET:

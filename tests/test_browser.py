@@ -6,24 +6,20 @@ counted as a failure. Screenshots land in _build/screenshots/ as artifacts.
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 from books import SCREENSHOTS
-from browsing import FIRST_LOADS, first_loads, visit
+from browsing import visit
+from sweep import AXE_WIDTH, SWEPT, axe_source, first_loads, sweep
 
 pytestmark = pytest.mark.browser
 
-def pages(book, language):
-    skip = {"genindex.html", "search.html"}
-    return sorted(p.name for p in (book.site() / language).glob("*.html") if p.name not in skip)
 
-
-@FIRST_LOADS
-def test_every_page_loads_cleanly_and_only_from_this_site(book, browser):
+@SWEPT
+def test_every_page_loads_cleanly_and_only_from_this_site(book, browser, site):
     # Each page opened in a fresh context (nothing cached) until the network is quiet.
-    loads = first_loads(browser, book.site())
+    loads = first_loads(browser, site, book.site())
     assert len(loads) >= 60
     assert {name: problems for name, (_, problems) in loads.items() if problems} == {}
 
@@ -80,37 +76,31 @@ def test_screenshots_of_key_pages(browser, site, language, mode):
         dark = sum(int(c) for c in background[background.index("(") + 1:-1].split(",")[:3]) < 3 * 96
         assert dark == (mode == "dark"), (name, background)
         page.screenshot(path=str(SCREENSHOTS / f"{language}-{name}-{mode}.png"), full_page=False)
-        # Readable in both modes: axe's contrast rules cover code, outputs and tables.
-        page.evaluate(axe_source())
-        found = page.evaluate("axe.run().then(r => r.violations.map(v => [v.id, v.impact]))")
-        assert [v for v in found if v[1] in ("serious", "critical")] == [], (name, mode, found)
+        # Readable in both modes: axe's contrast rules cover code, outputs and tables. In the
+        # light mode the sweep runs axe on every page at this size (test_no_serious_accessibility_violations).
+        if mode == "dark":
+            page.evaluate(axe_source())
+            found = page.evaluate("axe.run().then(r => r.violations.map(v => [v.id, v.impact]))")
+            assert [v for v in found if v[1] in ("serious", "critical")] == [], (name, mode, found)
     context.close()
 
 
-def axe_source() -> str:
-    import axe_playwright_python
-
-    return (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text(encoding="utf8")
-
-
+@SWEPT
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_no_serious_accessibility_violations(book, page, language):
-    axe = axe_source()
-    serious = []
-    for name in pages(book, language) + ["search.html"]:
-        visit(page, f"/{language}/{name}")
-        page.evaluate(axe)
-        found = page.evaluate("axe.run().then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
-        serious += [(name, *v) for v in found if v[1] in ("serious", "critical")]
+def test_no_serious_accessibility_violations(book, browser, site, language):
+    # Every chapter and the search page, at 1280 px (the sweep runs axe on each).
+    swept = sweep(browser, site, book.site(), language, AXE_WIDTH)
+    assert "search.html" in swept and len(swept) >= 29
+    serious = [(name, *v) for name, visited in swept.items() for v in visited.axe if v[1] in ("serious", "critical")]
     assert serious == []
 
 
-@FIRST_LOADS
-def test_pages_stay_light(book, browser):
+@SWEPT
+def test_pages_stay_light(book, browser, site):
     # Bytes are exact, unlike timings: a budget that catches a returning 1.5 MB script.
     # The heaviest page is the Chinese search page (about 580 KB with its index); chapters
     # have their own, tighter budget in test_assets.py.
-    loads = first_loads(browser, book.site())
+    loads = first_loads(browser, site, book.site())
     assert len(loads) >= 32
     heavy = [(name, load.bytes) for name, (load, _) in loads.items() if load.bytes > 600 * 1024]
     assert heavy == []

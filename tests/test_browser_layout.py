@@ -7,7 +7,8 @@ sheet's ✗ stand out by more than colour; "Check yourself" doctests have a copy
 that copies their input lines, and their wrapped lines hang under the code; the graph
 figures say what they show and have labels that read on a phone; no Chinese line starts
 with closing punctuation. Screenshots of the pages concerned land in
-_build/screenshots/layout-*.png.
+_build/screenshots/layout-*.png. What every page shows is measured once per language and
+width by tests/sweep.py (MEASURE and SURVEY there say what is measured).
 """
 
 from __future__ import annotations
@@ -18,53 +19,21 @@ from urllib.parse import urljoin
 import pytest
 from books import SCREENSHOTS
 from browsing import visit
+from sweep import MEASURE, SWEPT, survey
+from sweep import WIDTHS as ALL_WIDTHS
 
 pytestmark = pytest.mark.browser
 
 LANGUAGES = ("en", "zh")
-WIDTHS = (375, 1280)
-ALL_WIDTHS = (375, 900, 1280)
-
-# Per page: what breaks the rules above, measured in the browser. A code element (or one
-# word of it) that spans more than one line box has been broken across lines. Tables of
-# quoted messages (the releases page), and on a phone every table (its rows are cards),
-# may wrap code between words, never inside one; Sphinx puts each word of inline code in
-# its own span.pre, and site/readable_layout.py splits long ones at the points where they may break.
-MEASURE = """() => {
-  const lines = el => el.getClientRects().length;
-  const text = el => el.textContent.trim().slice(0, 100);
-  const brokenInTables = [...document.querySelectorAll('.bd-article table code')]
-    .filter(code => code.closest('table.book-releases') || getComputedStyle(code.closest('table')).display !== 'table'
-      ? [...code.querySelectorAll('span.pre')].some(word => lines(word) > 1)
-      : lines(code) > 1)
-    .map(text);
-  const brokenWords = [...document.querySelectorAll('.bd-article code span.pre')]
-    .filter(word => lines(word) > 1).map(text);
-  const message = /\\b[A-Z]\\w*(Error|Warning|Exception)\\b/;
-  const blocks = [...document.querySelectorAll('.cell_output .output, div.highlight-pycon')]
-    .filter(block => block.matches('.traceback, .stderr, .highlight-pycon') || message.test(block.textContent));
-  const scrolling = blocks.map(block => block.querySelector('pre') || block)
-    .filter(pre => pre.scrollWidth > pre.clientWidth).map(text);
-  return {brokenInTables, brokenWords, messages: blocks.length, scrolling,
-          pageWidth: document.scrollingElement.scrollWidth};
-}"""
+WIDTHS = (375, 1280)  # ALL_WIDTHS: every width the sweep measures
 
 
-# The tests that read the survey run on one worker, which sweeps each language and width once.
-SURVEYED = pytest.mark.xdist_group("layout-survey")
-
-
-def pages(book, language: str) -> list[str]:
-    skip = {"genindex.html", "search.html"}
-    return sorted(p.name for p in (book.site() / language).glob("*.html") if p.name not in skip)
-
-
-@SURVEYED
+@SWEPT
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_code_stays_whole_and_messages_wrap(browser, site, book, language, width):
     problems, messages = [], 0
-    for name, surveyed in survey(browser, site, book, language, width).items():
+    for name, surveyed in survey(browser, site, book.site(), language, width).items():
         found = surveyed["measure"]
         messages += found["messages"]
         for key in ("brokenInTables", "brokenWords", "scrolling"):
@@ -115,135 +84,13 @@ def test_the_articles_summary_is_a_table(browser, site):
     context.close()
 
 
-
-# Per page, the rules of issue 20 measured in the browser:
-# - tables: a table's box that scrolls sideways, a cell past the screen's edge, a body
-#   cell whose label (readable_layout.py's span.book-cell-label) is missing or does not repeat
-#   its column's header, and how the table is laid out (a real table or cards);
-# - printed text (outputs, doctests, other releases' outputs): a block that scrolls
-#   sideways, and an identifier or a number whose characters sit on two lines (a Range
-#   over the token whose boxes start on two lines); a URL is checked piece by piece;
-# - doctests: a wrapped input line whose continuation does not hang right of its prompt;
-# - Chinese: a closing punctuation mark that starts a line (a Range per character: one
-#   whose box starts below the previous character's, in the same block).
-SURVEY = """language => {
-  const W = document.documentElement.clientWidth;
-  const short = el => el.textContent.trim().slice(0, 80);
-  const visible = el => el.getClientRects().length > 0;
-  const tops = range => [...range.getClientRects()].filter(r => r.width > 0);
-  const twoLines = rects => rects.length > 1 && rects.some(r => r.top >= rects[0].bottom - 1);
-  const tables = [...document.querySelectorAll('.bd-article table')].map(table => {
-    const box = table.closest('.pst-scrollable-table-container') || table;
-    const head = table.querySelector('thead');
-    const headShown = head !== null && head.getBoundingClientRect().width > 1;
-    const headers = head ? [...head.querySelectorAll('th')].map(th => th.textContent.trim()) : [];
-    const cells = [...table.querySelectorAll('tbody td')].concat(headShown ? [...head.querySelectorAll('th')] : []);
-    const labels = [...table.querySelectorAll('tbody tr')].flatMap(row => [...row.children].map((cell, i) => {
-      const label = cell.querySelector(':scope > .book-cell-label');
-      return {ok: label !== null && label.textContent.trim() === headers[i] && label.getAttribute('aria-hidden') === 'true',
-              shown: label !== null && visible(label)};
-    }));
-    return {text: short(table), scrolls: box.scrollWidth > box.clientWidth + 1,
-            cellsOff: cells.filter(c => visible(c) && c.getBoundingClientRect().right > W + 0.5).map(short),
-            labelsWrong: labels.filter(l => !l.ok).length, labelsShown: labels.filter(l => l.shown).length,
-            cells: labels.length, display: getComputedStyle(table).display, headShown};
-  });
-  const printed = [...document.querySelectorAll('.cell_output .output pre, div.highlight-pycon pre, .book-release-output pre')];
-  const token = /[A-Za-z_][A-Za-z0-9_]*|\\d+(?:\\.\\d+)?(?:e[-+]?\\d+)?/g;
-  const brokenTokens = [];
-  for (const pre of printed) {
-    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
-    const texts = [];
-    let all = '';
-    while (walker.nextNode()) { texts.push([walker.currentNode, all.length]); all += walker.currentNode.data; }
-    const at = i => { let k = texts.length - 1; while (k > 0 && texts[k][1] > i) k--; return [texts[k][0], i - texts[k][1]]; };
-    for (const m of all.matchAll(token)) {
-      if (m[0].length < 2) continue;
-      const range = document.createRange();
-      range.setStart(...at(m.index));
-      const [node, offset] = at(m.index + m[0].length - 1);
-      range.setEnd(node, offset + 1);
-      if (twoLines(tops(range))) brokenTokens.push(m[0]);
-    }
-  }
-  const scrolling = printed.filter(pre => pre.scrollWidth > pre.clientWidth + 1).map(short);
-  // Doctests: every line that wraps, and where its continuation starts.
-  const hangs = [];
-  for (const pre of document.querySelectorAll('div.highlight-pycon pre')) {
-    const prompt = pre.querySelector('.gp');
-    if (!prompt) continue;
-    const margin = prompt.getBoundingClientRect().left, ch = prompt.getBoundingClientRect().width / 4;
-    const text = pre.textContent;
-    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
-    const texts = [];
-    let all = '';
-    while (walker.nextNode()) { texts.push([walker.currentNode, all.length]); all += walker.currentNode.data; }
-    const at = i => { let k = texts.length - 1; while (k > 0 && texts[k][1] > i) k--; return [texts[k][0], i - texts[k][1]]; };
-    let start = 0;
-    for (const line of text.split('\\n')) {
-      if (line.startsWith('>>> ') && line.length > 4) {
-        const range = document.createRange();
-        range.setStart(...at(start));
-        const [node, offset] = at(start + line.length - 1);
-        range.setEnd(node, offset + 1);
-        const rects = tops(range);
-        const below = rects.filter(r => r.top >= rects[0].bottom - 1);
-        if (below.length) hangs.push({line: line.slice(0, 60), hang: Math.min(...below.map(r => r.left)) - margin, ch});
-      }
-      start += line.length + 1;
-    }
-  }
-  const lineStarts = [];
-  if (language === 'zh') {
-    const closing = /[、。，）」』：；！？】》]/;
-    const blockOf = n => n.parentElement.closest('p, li, h1, h2, h3, h4, h5, h6, td, th, dt, dd, figcaption, caption, summary, div');
-    const walker = document.createTreeWalker(document.querySelector('.bd-article'), NodeFilter.SHOW_TEXT,
-      {acceptNode: n => n.parentElement.closest('pre, script, style, .headerlink') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
-    const range = document.createRange();
-    let previous = null;
-    while (walker.nextNode()) {
-      const node = walker.currentNode, block = blockOf(node);
-      for (let i = 0; i < node.data.length; i++) {
-        if (/\\s/.test(node.data[i])) continue;
-        range.setStart(node, i);
-        range.setEnd(node, i + 1);
-        const rects = tops(range);
-        if (!rects.length) continue;
-        if (closing.test(node.data[i]) && previous && previous.block === block && rects[0].top >= previous.rect.bottom - 2)
-          lineStarts.push(short(block).slice(0, 30) + ' … ' + node.data.slice(Math.max(0, i - 6), i + 2));
-        previous = {rect: rects[rects.length - 1], block};
-      }
-    }
-  }
-  return {tables, scrolling, brokenTokens, printed: printed.length, hangs, lineStarts};
-}"""
-
-_SURVEYS: dict = {}
-
-
-def survey(browser, site, book, language: str, width: int) -> dict[str, dict]:
-    """SURVEY of every page at one width, and MEASURE as "measure", from one visit of each
-    page, measured once per test session (per worker: the tests that read it share a group)."""
-    key = (language, width)
-    if key not in _SURVEYS:
-        context = browser.new_context(base_url=site, viewport={"width": width, "height": 900})
-        page = context.new_page()
-        found = {}
-        for name in pages(book, language):
-            visit(page, f"/{language}/{name}")
-            found[name] = {**page.evaluate(SURVEY, language), "measure": page.evaluate(MEASURE)}
-        context.close()
-        _SURVEYS[key] = found
-    return _SURVEYS[key]
-
-
-@SURVEYED
+@SWEPT
 @pytest.mark.parametrize("width", ALL_WIDTHS)
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_tables_read_without_scrolling_sideways(browser, site, book, language, width):
     """On a phone a row is a card of "column: value" lines; from a tablet up, a real table."""
     problems, cells = [], 0
-    for name, found in survey(browser, site, book, language, width).items():
+    for name, found in survey(browser, site, book.site(), language, width).items():
         for table in found["tables"]:
             where = (name, table["text"][:40])
             cells += table["cells"]
@@ -273,14 +120,14 @@ def test_tables_are_still_tables_to_a_screen_reader(browser, site):
     context.close()
 
 
-@SURVEYED
+@SWEPT
 @pytest.mark.parametrize("width", ALL_WIDTHS)
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_printed_text_breaks_only_between_tokens(browser, site, book, language, width):
     """Outputs, doctests and other releases' outputs: on a phone none scrolls sideways,
     and at every width no identifier or number is split over two lines."""
     problems, printed = [], 0
-    for name, found in survey(browser, site, book, language, width).items():
+    for name, found in survey(browser, site, book.site(), language, width).items():
         printed += found["printed"]
         problems += [(name, "broken", token) for token in found["brokenTokens"]]
         if width == 375:
@@ -324,20 +171,20 @@ def test_doctests_have_a_copy_button_for_their_input(page, language):
     assert page.problems == []
 
 
-@SURVEYED
+@SWEPT
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_doctest_lines_that_wrap_hang_under_their_code(browser, site, book, language):
     """On a phone a long doctest line wraps, and its continuation starts right of the
     prompt's column (where output lines start), by at least two characters."""
-    hangs = [(name, h) for name, found in survey(browser, site, book, language, 375).items() for h in found["hangs"]]
+    hangs = [(name, h) for name, found in survey(browser, site, book.site(), language, 375).items() for h in found["hangs"]]
     assert len(hangs) > 20  # the check saw wrapped lines
     assert [(name, h["line"], round(h["hang"])) for name, h in hangs if h["hang"] < 1.9 * h["ch"]] == []
 
 
-@SURVEYED
+@SWEPT
 @pytest.mark.parametrize("width", ALL_WIDTHS)
 def test_no_chinese_line_starts_with_closing_punctuation(browser, site, book, width):
-    found = survey(browser, site, book, "zh", width)
+    found = survey(browser, site, book.site(), "zh", width)
     assert [(name, line) for name, page in found.items() for line in page["lineStarts"]] == []
 
 

@@ -34,8 +34,10 @@ HOME = "index"
 
 def search_results(page, language: str, query: str) -> list[dict]:
     """The results the search page shows for ``query``, best first: the page the search box
-    submits to (``search.html?q=``; test_the_search_icon_never_covers_the_typed_text types)."""
-    visit(page, f"/{language}/search.html?{urlencode({'q': query})}")
+    submits to (``search.html?q=``; test_the_search_icon_never_covers_the_typed_text types).
+    Read once the search has shown them (shown_results), without waiting for the page's
+    `load` and fonts as well: the results list does not depend on them."""
+    page.goto(f"/{language}/search.html?{urlencode({'q': query})}", wait_until="commit")
     return shown_results(page)
 
 

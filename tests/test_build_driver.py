@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from books import FIXTURES, ROOT, assert_reported, build_book
+from books import FIXTURES, ROOT, assert_reported, build_book, descendants, sleeping_build
 
 from book_extensions.commands import build as driver
 from book_extensions.execution.page_execution import EXECUTIONS_FILE
@@ -148,34 +148,6 @@ def test_an_output_folder_inside_the_docs_is_refused(tmp_path, inside):
         f"error: --out {out} is inside the docs folder {docs}: every page would see the build "
         "change its sources; choose a folder outside it\n")
     assert not out.exists()
-
-
-def sleeping_build(out: Path, cache: Path) -> subprocess.Popen:
-    """A build whose page's second cell sleeps (tests/fixtures/timeout), once its kernel runs."""
-    command = [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
-               "--docs", str(FIXTURES / "timeout" / "docs"), "--out", str(out), "--cache-root", str(cache)]
-    build = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not any("ipykernel" in command_line(p) for p in descendants(build.pid)):
-        assert build.poll() is None and time.monotonic() < deadline, build.communicate()[0]
-        time.sleep(0.2)
-    time.sleep(2)  # into the sleeping cell
-    return build
-
-
-def descendants(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
-        return []
-
-
-def command_line(process: psutil.Process) -> str:
-    try:
-        return " ".join(process.cmdline())
-    except psutil.Error:  # gone, or a zombie
-        return ""
 
 
 def end(processes: list[psutil.Process]) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from book_extensions.__main__ import COMMAND, VERBS
+from book_extensions.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "book_extensions"
 
 

@@ -6,11 +6,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from books import FIXTURES, assert_reported, build_book, warnings_of
+from books import FIXTURES, assert_reported, build_book, sleeping_build, warnings_of
 
 pytestmark = pytest.mark.fixture
 
@@ -255,13 +254,9 @@ def test_an_unreadable_cache_is_one_line_naming_it(tmp_path):
 
 
 def test_ctrl_c_stops_the_build_without_a_traceback(tmp_path):
-    command = [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
-               "--docs", str(FIXTURES / "timeout" / "docs"), "--out", str(tmp_path / "_build"),
-               "--cache-root", str(tmp_path / "cache")]
-    # Its own process group, as a terminal's: Ctrl-C reaches the driver, Sphinx and the kernel.
-    build = subprocess.Popen(command, cwd=FIXTURES.parent.parent, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    time.sleep(8)
+    # Its own process group, as a terminal's: Ctrl-C reaches the driver, Sphinx and the kernel,
+    # once the page runs its sleeping cell.
+    build = sleeping_build(tmp_path / "_build", tmp_path / "cache")
     os.killpg(build.pid, signal.SIGINT)
     output, _ = build.communicate(timeout=120)
     assert build.returncode == 130, output

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from book_extensions.commands import wheelhouse
+from book_extensions.paths import ROOT
 from book_extensions.records import cell_records
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / ".ci" / "gpu-check"
 
 

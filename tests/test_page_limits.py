@@ -107,21 +107,42 @@ def test_processes_a_page_leaves_running_are_reported_and_stopped(build_fixture)
 
 def test_a_process_that_writes_after_its_page_gets_that_page_blamed(tmp_path):
     # The page that started it is reported; the page running when it would have written is not.
+    # Kernels get nothing of the build's environment but what kernel_inputs passes on, TMPDIR
+    # among it: the late writer writes there, and every process of the build carries it.
     docs = tmp_path / "docs"
     shutil.copytree(FIXTURES / "run_late_write" / "docs", docs)
-    late = docs / "en" / "late.txt"
-    run, _ = build(docs, tmp_path / "work", tmp_path / "cache", 300, BOOK_TEST_LATE=str(late))
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    late = temporary / "late.txt"
+    run, _ = build(docs, tmp_path / "work", tmp_path / "cache", 300, TMPDIR=str(temporary))
     assert run.returncode == 1, run.output
     # The shell, and its sleep, unless the page ended before the shell had started it or while
     # its forked child was still a shell (a busy machine).
-    shell = r'sh -c sleep 3; echo late > "\$BOOK_TEST_LATE"'
+    shell = r'sh -c sleep 3; echo late > "\$TMPDIR/late\.txt"'
     found = [line for line in run.output.splitlines() if "WARNING" in line and "en/index.md:" in line and re.search(
         rf'code cell 1 left (2 processes|1 process) running \({shell}( / (sleep 3|{shell}))?\): '
         r'a page must wait for what it starts; it was stopped', line)]
     assert len(found) == 1, run.output
     assert "slow.md" not in "\n".join(line for line in run.output.splitlines() if "WARNING" in line)
-    time.sleep(3)  # when it would have written
+    # Stopped: no process of the build is left to write (instead of waiting out its 3 s; a
+    # SIGKILLed process may take a moment to go).
+    deadline = time.monotonic() + 30
+    while left := with_environment("TMPDIR", str(temporary)):
+        assert time.monotonic() < deadline, left
+        time.sleep(0.1)
     assert not late.exists()
+
+
+def with_environment(name: str, value: str) -> list[str]:
+    """The command lines of the live processes whose environment sets ``name`` to ``value``."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and process.environ().get(name) == value:
+                found.append(" ".join(process.cmdline()))
+        except psutil.Error:  # gone meanwhile, or another user's
+            pass
+    return found
 
 
 def test_a_page_that_writes_at_the_repository_root_is_blamed(tmp_path):

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from book_extensions.paths import ROOT
+
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 LINT = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows"]
 
@@ -84,6 +85,18 @@ def test_each_workflow_runs_what_its_name_says():
     schedule = yaml.safe_load((ROOT / ".github" / "workflows" / "newest-torch.yml").read_text())[True]["schedule"]
     assert schedule and schedule[0]["cron"].count(" ") == 4  # weekly, so a release is known within a week
 
+
+
+def test_the_test_workflow_starts_like_a_fresh_clone_and_keeps_the_suites_cache():
+    # A restored .jupyter_cache would keep the suite from seeding it (tests/books.py:
+    # seed_repository_cache), so that the doctest and determinism sessions would start from
+    # another execution than the suite's; the suite's own cache is what the workflow keeps.
+    (job,) = yaml.safe_load((ROOT / ".github" / "workflows" / "test.yml").read_text())["jobs"].values()
+    cached = [step["with"]["path"] for step in job["steps"] if step.get("uses", "").startswith("actions/cache")]
+    (run,) = [step for step in job["steps"] if step.get("run") == "bash .ci/run"]
+    assert cached == [".test-cache"]
+    assert run["env"]["BOOK_TEST_CACHE"] == "${{ github.workspace }}/.test-cache"
+    assert ".test-cache/" in (ROOT / ".gitignore").read_text().splitlines()
 
 COMMAND_CALL = re.compile(  # python -m MODULE [VERB], in a shell line or in a Python list of strings
     r"""-m(?:\s+|["'],\s*["'])(book_extensions[\w.]*)["']?(?:(?:[ \t]+|,\s*["'])([^\s"'`,)\]]+))?""")

@@ -1,6 +1,6 @@
 """Two executions of the book print the same: finds cells whose output changes from run to run.
 
-    python -m book_extensions determinism [--docs docs] [--cache-root .jupyter_cache]
+    python -m book_extensions determinism [--docs docs] [--cache-root .jupyter_cache] [-j N]
 
 A page served from the cache hides a cell that prints the time, an unseeded random
 number or a set's order: its output was right once, and the next cold build differs.
@@ -8,7 +8,9 @@ This executes every page once more, into a scratch cache, and compares each code
 cell's outputs with what the build's cache holds (build first: ``nox -s docs``): the text
 and every other kind a cell shows (figures, HTML, Markdown, JSON, by
 :func:`..records.cell_records.media_entry`; a kind nothing can compare is refused). Object
-addresses are blanked on both sides, as on the pages.
+addresses are blanked on both sides, as on the pages. The pages run as the build runs them,
+several at once (``-j``, default one per core, like the build's ``-j auto``), each in a
+kernel of its own.
 
 One execution serves every language (the cache is keyed on code without comments and
 docstrings, :mod:`book_extensions.execution.code_comments`), so the second execution runs the page
@@ -21,8 +23,11 @@ twice.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
 from pathlib import Path
 
 from ..configuration.settings import book_languages, read, reference_language
@@ -68,7 +73,8 @@ def executed_language(uri: str, page: str, languages: list[str]) -> str | None:
 def second_pages(docs: Path, cache: Path) -> tuple[list[tuple[str, object, Path]], dict[str, tuple[str, str]]]:
     """What to execute again: per page, the page of another language than the one the cache
     ran (the second language's, or the reference's when that one ran or is the only one);
-    and per page, (the language the cache ran, the language run now)."""
+    and per page, (the language the cache ran, the language run now). The pages that took
+    longest the first time come first, so that pages run at once end together."""
     from jupyter_cache import get_cache
 
     from ..execution.runner import cache_lock, cached_notebook
@@ -78,7 +84,7 @@ def second_pages(docs: Path, cache: Path) -> tuple[list[tuple[str, object, Path]
     other = next((lang for lang in languages if lang != reference), reference)
     notebooks = {lang: dict(cell_records.book_notebooks(docs, lang)) for lang in {reference, other}}
     store = get_cache(str(cache))
-    pages, ran = [], {}
+    pages, ran, seconds = [], {}, {}
     for page, notebook in notebooks[reference].items():
         found = None
         if any(c.cell_type == "code" for c in notebook.cells):
@@ -88,16 +94,35 @@ def second_pages(docs: Path, cache: Path) -> tuple[list[tuple[str, object, Path]
         now = other if first != other and page in notebooks[other] else reference
         pages.append((page, notebooks[now][page], docs / now / f"{page}.md"))
         ran[page] = (first, now)
+        seconds[page] = ((found.data or {}).get("execution_seconds") or 0) if found is not None else 0
+    pages.sort(key=lambda entry: -seconds[entry[0]])
     return pages, ran
 
 
-def check(docs: Path, cache_root: Path, timeout: int) -> tuple[int, list[str]]:
+def execute(docs: Path, scratch: Path, timeout: int, pages: list, jobs: int) -> None:
+    """Each of ``pages`` executed into the cache ``scratch``, ``jobs`` pages at a time, each in a
+    process (and kernel) of its own, as the build's parallel readers run them, in their order.
+    The first page that fails stops those not started yet."""
+    if jobs <= 1 or len(pages) <= 1:
+        execute_missing(docs, scratch, timeout, pages)
+        return
+    with ProcessPoolExecutor(min(jobs, len(pages))) as pool:
+        runs = pool.map(execute_missing, repeat(docs), repeat(scratch), repeat(timeout), [[page] for page in pages])
+        try:
+            for _ in runs:
+                pass
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+
+
+def check(docs: Path, cache_root: Path, timeout: int, jobs: int = 1) -> tuple[int, list[str]]:
     """How many code cells were executed again, and the lines about those that differ."""
     folder = cache_dir(cache_root, "cpu")
     first = cell_records.record("cpu", folder, docs)
     pages, ran = second_pages(docs, folder)
     with tempfile.TemporaryDirectory(prefix="book-determinism-") as scratch:
-        execute_missing(docs, Path(scratch), timeout, pages)
+        execute(docs, Path(scratch), timeout, pages, jobs)
         second = cell_records.record("cpu", Path(scratch), docs, notebooks=[(page, nb) for page, nb, _ in pages])
     return sum(map(len, first["pages"].values())), differences(first, second, docs, ran)
 
@@ -107,10 +132,12 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=Path, default=ROOT / "docs")
     parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                        help="pages executed at once (default: one per core)")
     args = parser.parse_args(argv)
     timeout = read(ROOT).nb_execution_timeout
     try:
-        cells, found = check(args.docs, args.cache_root, timeout)
+        cells, found = check(args.docs, args.cache_root, timeout, args.jobs)
     except (release_changes.ReleasesError, cell_records.RecordError, cell_records.UncomparableOutput) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -1,0 +1,247 @@
+"""One browser sweep per language and width: every page of the built book opened once,
+and every measure the browser tier takes of all pages read on that one visit.
+
+- 375 px (a phone, weight.PHONE): each page in a fresh context (nothing cached) until the
+  network is quiet: its first load (what it downloaded) and its problems (console and
+  script errors, requests to another host), then the layout measures;
+- 900 px and 1280 px (900 px high, light colours): the pages in one context, each measured
+  once loaded with its fonts; at 1280 px axe's accessibility rules run too, after the
+  measures, on the search page as well.
+
+Measured once per test session and worker: every test that reads a sweep carries SWEPT,
+one xdist_group, so that one worker opens each page once per width.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from browsing import visit, watched_page
+
+from book_extensions.commands.weight import PHONE, RESPONSES, Load
+
+SWEPT = pytest.mark.xdist_group("sweep")
+WIDTHS = (375, 900, 1280)
+PHONE_WIDTH = PHONE["width"]
+AXE_WIDTH = 1280
+# Pages that are not chapters: the layout measures skip them; first loads and axe do not.
+NOT_CHAPTERS = ("genindex.html", "search.html")
+
+
+def chapters(site: Path, language: str) -> list[str]:
+    """The chapter pages of one language of the built site (``site``: the site's folder)."""
+    return sorted(p.name for p in (site / language).glob("*.html") if p.name not in NOT_CHAPTERS)
+
+
+def languages(site: Path) -> list[str]:
+    return sorted({p.parent.name for p in site.glob("*/*.html")})
+
+
+@dataclass
+class Visit:
+    """What one page showed at one width; None where that width does not take the measure."""
+    load: Load | None = None  # the first load's responses (375 px)
+    problems: list[str] = field(default_factory=list)  # during the first load (375 px)
+    survey: dict | None = None  # SURVEY (chapters)
+    measure: dict | None = None  # MEASURE (chapters)
+    axe: list | None = None  # axe's violations, [id, impact, nodes] (1280 px)
+
+
+# Per page: what breaks test_browser_layout.py's rules, measured in the browser. A code
+# element (or one word of it) that spans more than one line box has been broken across lines. Tables of
+# quoted messages (the releases page), and on a phone every table (its rows are cards),
+# may wrap code between words, never inside one; Sphinx puts each word of inline code in
+# its own span.pre, and site/readable_layout.py splits long ones at the points where they may break.
+MEASURE = """() => {
+  const lines = el => el.getClientRects().length;
+  const text = el => el.textContent.trim().slice(0, 100);
+  const brokenInTables = [...document.querySelectorAll('.bd-article table code')]
+    .filter(code => code.closest('table.book-releases') || getComputedStyle(code.closest('table')).display !== 'table'
+      ? [...code.querySelectorAll('span.pre')].some(word => lines(word) > 1)
+      : lines(code) > 1)
+    .map(text);
+  const brokenWords = [...document.querySelectorAll('.bd-article code span.pre')]
+    .filter(word => lines(word) > 1).map(text);
+  const message = /\\b[A-Z]\\w*(Error|Warning|Exception)\\b/;
+  const blocks = [...document.querySelectorAll('.cell_output .output, div.highlight-pycon')]
+    .filter(block => block.matches('.traceback, .stderr, .highlight-pycon') || message.test(block.textContent));
+  const scrolling = blocks.map(block => block.querySelector('pre') || block)
+    .filter(pre => pre.scrollWidth > pre.clientWidth).map(text);
+  return {brokenInTables, brokenWords, messages: blocks.length, scrolling,
+          pageWidth: document.scrollingElement.scrollWidth};
+}"""
+
+
+# Per page, the rules of issue 20 measured in the browser:
+# - tables: a table's box that scrolls sideways, a cell past the screen's edge, a body
+#   cell whose label (readable_layout.py's span.book-cell-label) is missing or does not repeat
+#   its column's header, and how the table is laid out (a real table or cards);
+# - printed text (outputs, doctests, other releases' outputs): a block that scrolls
+#   sideways, and an identifier or a number whose characters sit on two lines (a Range
+#   over the token whose boxes start on two lines); a URL is checked piece by piece;
+# - doctests: a wrapped input line whose continuation does not hang right of its prompt;
+# - Chinese: a closing punctuation mark that starts a line (a Range per character: one
+#   whose box starts below the previous character's, in the same block).
+SURVEY = """language => {
+  const W = document.documentElement.clientWidth;
+  const short = el => el.textContent.trim().slice(0, 80);
+  const visible = el => el.getClientRects().length > 0;
+  const tops = range => [...range.getClientRects()].filter(r => r.width > 0);
+  const twoLines = rects => rects.length > 1 && rects.some(r => r.top >= rects[0].bottom - 1);
+  const tables = [...document.querySelectorAll('.bd-article table')].map(table => {
+    const box = table.closest('.pst-scrollable-table-container') || table;
+    const head = table.querySelector('thead');
+    const headShown = head !== null && head.getBoundingClientRect().width > 1;
+    const headers = head ? [...head.querySelectorAll('th')].map(th => th.textContent.trim()) : [];
+    const cells = [...table.querySelectorAll('tbody td')].concat(headShown ? [...head.querySelectorAll('th')] : []);
+    const labels = [...table.querySelectorAll('tbody tr')].flatMap(row => [...row.children].map((cell, i) => {
+      const label = cell.querySelector(':scope > .book-cell-label');
+      return {ok: label !== null && label.textContent.trim() === headers[i] && label.getAttribute('aria-hidden') === 'true',
+              shown: label !== null && visible(label)};
+    }));
+    return {text: short(table), scrolls: box.scrollWidth > box.clientWidth + 1,
+            cellsOff: cells.filter(c => visible(c) && c.getBoundingClientRect().right > W + 0.5).map(short),
+            labelsWrong: labels.filter(l => !l.ok).length, labelsShown: labels.filter(l => l.shown).length,
+            cells: labels.length, display: getComputedStyle(table).display, headShown};
+  });
+  const printed = [...document.querySelectorAll('.cell_output .output pre, div.highlight-pycon pre, .book-release-output pre')];
+  const token = /[A-Za-z_][A-Za-z0-9_]*|\\d+(?:\\.\\d+)?(?:e[-+]?\\d+)?/g;
+  const brokenTokens = [];
+  for (const pre of printed) {
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const texts = [];
+    let all = '';
+    while (walker.nextNode()) { texts.push([walker.currentNode, all.length]); all += walker.currentNode.data; }
+    const at = i => { let k = texts.length - 1; while (k > 0 && texts[k][1] > i) k--; return [texts[k][0], i - texts[k][1]]; };
+    for (const m of all.matchAll(token)) {
+      if (m[0].length < 2) continue;
+      const range = document.createRange();
+      range.setStart(...at(m.index));
+      const [node, offset] = at(m.index + m[0].length - 1);
+      range.setEnd(node, offset + 1);
+      if (twoLines(tops(range))) brokenTokens.push(m[0]);
+    }
+  }
+  const scrolling = printed.filter(pre => pre.scrollWidth > pre.clientWidth + 1).map(short);
+  // Doctests: every line that wraps, and where its continuation starts.
+  const hangs = [];
+  for (const pre of document.querySelectorAll('div.highlight-pycon pre')) {
+    const prompt = pre.querySelector('.gp');
+    if (!prompt) continue;
+    const margin = prompt.getBoundingClientRect().left, ch = prompt.getBoundingClientRect().width / 4;
+    const text = pre.textContent;
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const texts = [];
+    let all = '';
+    while (walker.nextNode()) { texts.push([walker.currentNode, all.length]); all += walker.currentNode.data; }
+    const at = i => { let k = texts.length - 1; while (k > 0 && texts[k][1] > i) k--; return [texts[k][0], i - texts[k][1]]; };
+    let start = 0;
+    for (const line of text.split('\\n')) {
+      if (line.startsWith('>>> ') && line.length > 4) {
+        const range = document.createRange();
+        range.setStart(...at(start));
+        const [node, offset] = at(start + line.length - 1);
+        range.setEnd(node, offset + 1);
+        const rects = tops(range);
+        const below = rects.filter(r => r.top >= rects[0].bottom - 1);
+        if (below.length) hangs.push({line: line.slice(0, 60), hang: Math.min(...below.map(r => r.left)) - margin, ch});
+      }
+      start += line.length + 1;
+    }
+  }
+  const lineStarts = [];
+  if (language === 'zh') {
+    const closing = /[、。，）」』：；！？】》]/;
+    const blockOf = n => n.parentElement.closest('p, li, h1, h2, h3, h4, h5, h6, td, th, dt, dd, figcaption, caption, summary, div');
+    const walker = document.createTreeWalker(document.querySelector('.bd-article'), NodeFilter.SHOW_TEXT,
+      {acceptNode: n => n.parentElement.closest('pre, script, style, .headerlink') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+    const range = document.createRange();
+    let previous = null;
+    while (walker.nextNode()) {
+      const node = walker.currentNode, block = blockOf(node);
+      for (let i = 0; i < node.data.length; i++) {
+        if (/\\s/.test(node.data[i])) continue;
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const rects = tops(range);
+        if (!rects.length) continue;
+        if (closing.test(node.data[i]) && previous && previous.block === block && rects[0].top >= previous.rect.bottom - 2)
+          lineStarts.push(short(block).slice(0, 30) + ' … ' + node.data.slice(Math.max(0, i - 6), i + 2));
+        previous = {rect: rects[rects.length - 1], block};
+      }
+    }
+  }
+  return {tables, scrolling, brokenTokens, printed: printed.length, hangs, lineStarts};
+}"""
+
+
+_SWEEPS: dict[tuple[Path, str, int], dict[str, Visit]] = {}
+
+
+def sweep(browser, site: str, folder: Path, language: str, width: int) -> dict[str, Visit]:
+    """Every page of ``language`` at ``width``, per page name (``detach.html``): the site's
+    ``folder`` served at ``site``. The chapters are surveyed; 375 px adds the first loads
+    of every page, 1280 px axe's violations of the chapters and the search page."""
+    key = (folder, language, width)
+    if key in _SWEEPS:
+        return _SWEEPS[key]
+    names = chapters(folder, language)
+    found: dict[str, Visit] = {}
+    if width == PHONE_WIDTH:
+        for name in sorted(p.name for p in (folder / language).glob("*.html")):
+            page = watched_page(browser, site, viewport=PHONE)
+            try:
+                # A first load checks requests, scripts' later fetches included: it waits
+                # for the network to be quiet.
+                visit(page, f"/{language}/{name}", quiet_network=True)
+                visited = found[name] = Visit(Load(f"{language}/{name}", dict(page.evaluate(RESPONSES))),
+                                              list(page.problems))
+                if name in names:
+                    measure(page, language, visited)
+            finally:
+                page.context.close()
+    else:
+        page = watched_page(browser, site, viewport={"width": width, "height": 900}, color_scheme="light")
+        try:
+            for name in names + (["search.html"] if width == AXE_WIDTH else []):
+                visit(page, f"/{language}/{name}")
+                visited = found[name] = Visit()
+                if name in names:
+                    measure(page, language, visited)
+                if width == AXE_WIDTH:  # after the measures: axe adds its script to the page
+                    page.evaluate(axe_source())
+                    visited.axe = page.evaluate(
+                        "axe.run().then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
+        finally:
+            page.context.close()
+    _SWEEPS[key] = found
+    return found
+
+
+def measure(page, language: str, visited: Visit) -> None:
+    visited.survey = page.evaluate(SURVEY, language)
+    visited.measure = page.evaluate(MEASURE)
+
+
+def first_loads(browser, site: str, folder: Path) -> dict[str, tuple[Load, list[str]]]:
+    """Every page of every language (``<language>/<page>.html``) opened once at 375 px in a
+    fresh context until the network is quiet: what it downloaded, and its problems."""
+    return {f"{language}/{name}": (visited.load, visited.problems)
+            for language in languages(folder)
+            for name, visited in sweep(browser, site, folder, language, PHONE_WIDTH).items()}
+
+
+def survey(browser, site: str, folder: Path, language: str, width: int) -> dict[str, dict]:
+    """SURVEY of every chapter at one width, with MEASURE as "measure"."""
+    return {name: {**visited.survey, "measure": visited.measure}
+            for name, visited in sweep(browser, site, folder, language, width).items() if visited.survey is not None}
+
+
+@functools.cache
+def axe_source() -> str:
+    import axe_playwright_python
+
+    return (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text(encoding="utf8")

@@ -149,12 +149,15 @@ def test_a_page_that_writes_at_the_repository_root_is_blamed(tmp_path):
     # The docs' repository is watched whole, not only some of its folders.
     repository = tmp_path / "book"
     shutil.copytree(FIXTURES / "run_repo_write" / "docs", repository / "docs")
+    # A kernel sees nothing of the build's environment (execution/kernel_inputs.py): the page
+    # is told where the repository is in its own code.
+    page = repository / "docs" / "en" / "index.md"
+    page.write_text(page.read_text(encoding="utf8").replace("REPOSITORY", repr(str(repository))), encoding="utf8")
     (repository / "README.md").write_text("# A book\n")
     (repository / "requirements.txt").write_text("torch\n")
     (repository / "results").mkdir()
     subprocess.run(["git", "init", "-q", str(repository)], check=True)
-    run, _ = build(repository / "docs", tmp_path / "work", tmp_path / "cache", 300,
-                   BOOK_TEST_REPOSITORY=str(repository))
+    run, _ = build(repository / "docs", tmp_path / "work", tmp_path / "cache", 300)
     assert run.returncode == 1, run.output
     warning(run.output, "en/index.md", "the book's sources changed while this page executed: "
             f"{repository}/README.md, {repository}/requirements.txt, {repository}/results/x.json; "

@@ -94,9 +94,12 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     problem = unreadable_cache(Path(config.nb_execution_cache_path))
     if problem:
         raise ConfigError(problem)
-    # Create the cache's database now: parallel readers that each find it missing
-    # race to create its tables, and all but one crash.
-    get_cache(config.nb_execution_cache_path).list_cache_records()
+    # Create the cache's database now, under the cache's lock: parallel readers, or the
+    # languages building at once, that each find it missing race to create its tables, and
+    # all but one crash.
+    Path(config.nb_execution_cache_path).mkdir(parents=True, exist_ok=True)  # where the lock goes
+    with runner.cache_lock(config.nb_execution_cache_path):
+        get_cache(config.nb_execution_cache_path).list_cache_records()
     # Errors never stop a page: check_cells() below judges every cell afterwards,
     # so one build reports every unexpected (or missing) error of every page.
     config.nb_execution_allow_errors = True

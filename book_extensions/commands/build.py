@@ -197,6 +197,8 @@ def compile_catalogs() -> None:
         with po.open(encoding="utf8") as source:
             write_mo(compiled, read_po(source, po.parents[1].name))
         if mo.is_file() and mo.read_bytes() == compiled.getvalue():
+            if mo.stat().st_mtime_ns < po.stat().st_mtime_ns:  # else Sphinx compiles it again, its own way
+                os.utime(mo)
             continue
         partial = mo.with_name(f"{mo.name}.{os.getpid()}.partial")
         try:

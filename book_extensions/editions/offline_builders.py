@@ -70,7 +70,8 @@ def sources_digest(docs: Path, code: str, confdir: Path, device: str) -> str:
         (docs / code, files_under(docs / code)),
         (docs, sorted(path for path in docs.iterdir() if path.is_file())),
         (confdir, [confdir / "conf.py"]),
-        (root, [*files_under(PACKAGE), *files_under(root / "examples"),
+        # A .mo is compiled from the .po beside it, which counts (as in the build's code digest).
+        (root, [*(path for path in files_under(PACKAGE) if path.suffix != ".mo"), *files_under(root / "examples"),
                 *sorted((root / "results").glob("*.json")), root / "requirements.txt"]),
     ]
     for base, paths in groups:

@@ -60,6 +60,7 @@ def test_each_keyed_input_changes_the_cache_name(tmp_path, monkeypatch):
     # The repository on PYTHONPATH is not passed on, so it changes nothing.
     assert name({"PYTHONPATH": str(ROOT)}) == before
     # Neutralised variables change nothing either.
+    (tmp_path / "elsewhere").mkdir()
     assert name({"TZ": "Asia/Shanghai", "OMP_NUM_THREADS": "2", "HOME": str(tmp_path / "elsewhere")}) == before
     # A keyed repository file edited (a copy of the kernel package, one module changed).
     copies = []

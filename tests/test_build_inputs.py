@@ -193,3 +193,23 @@ def test_the_books_own_input_files_pass():
     from book_extensions.configuration.input_files import problems
 
     assert problems(ROOT, ROOT / "docs") == []
+
+
+@pytest.mark.unit
+def test_the_preview_checks_the_input_files_before_sphinx_starts(tmp_path, monkeypatch, capsys):
+    # Issue 31: `nox -s serve` started sphinx-autobuild on a junk release list, which showed a traceback.
+    from book_extensions.commands import serve
+
+    def never(*args):
+        raise AssertionError(f"the preview started: {args}")
+
+    monkeypatch.setattr(serve.os, "execv", never)
+    listing = tmp_path / "torch-releases.txt"
+    listing.write_text("2.13.0\nfoo bar\n2.13.0\n", encoding="utf8")
+    status = serve.main(["en", "--docs", str(FIXTURES / "good" / "docs"), "--out", str(tmp_path / "_build"),
+                         "--cache-root", str(tmp_path / "cache"), "--", "-D", f"book_releases_file={listing}"])
+    assert status == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {listing}:2: 'foo bar' is not a torch release such as 2.15.0",
+        f"error: {listing}:3: 2.13.0 is listed twice (also on line 1)"]
+    assert not (tmp_path / "_build").exists() and not (tmp_path / "cache").exists()

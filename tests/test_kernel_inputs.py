@@ -60,7 +60,8 @@ def test_each_keyed_input_changes_the_cache_name(tmp_path, monkeypatch):
     # The repository on PYTHONPATH is not passed on, so it changes nothing.
     assert name({"PYTHONPATH": str(ROOT)}) == before
     # Neutralised variables change nothing either.
-    assert name({"TZ": "Asia/Shanghai", "OMP_NUM_THREADS": "2", "HOME": "/elsewhere"}) == before
+    (tmp_path / "elsewhere").mkdir()
+    assert name({"TZ": "Asia/Shanghai", "OMP_NUM_THREADS": "2", "HOME": str(tmp_path / "elsewhere")}) == before
     # A keyed repository file edited (a copy of the kernel package, one module changed).
     copies = []
     for path in kernel_inputs.KEYED_FILES:
@@ -147,3 +148,83 @@ def test_a_package_installed_anywhere_on_the_path_is_seen(tmp_path, monkeypatch)
         kernel_inputs.installed_packages.cache_clear()
     assert set(after) - set(before) == {"newly_installed-1.2.dist-info"}
     assert any(name.startswith("torch-") for name in before)
+
+
+@pytest.mark.unit
+def test_the_kernel_spec_is_keyed_and_may_not_undo_the_fixed_environment(tmp_path, monkeypatch):
+    # Issue 31: a kernel.json found through JUPYTER_PATH with "env": {"TZ": ...} changed
+    # outputs without changing the cache's name (jupyter_client lays it over the kernel's).
+    import json
+
+    import nbformat
+
+    from book_extensions.execution import runner
+
+    def with_spec(**changes):
+        spec = {"argv": ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"], "env": {},
+                "display_name": "Python 3 (ipykernel)", "language": "python", "interrupt_mode": "signal",
+                "metadata": {"debugger": True, "supported_encryption": ["curve"]}, "kernel_protocol_version": "5.5"}
+        folder = tmp_path / f"spec-{len(list(tmp_path.glob('spec-*')))}"
+        (folder / "kernels" / "python3").mkdir(parents=True)
+        (folder / "kernels" / "python3" / "kernel.json").write_text(json.dumps({**spec, **changes}))
+        return {"JUPYTER_PATH": str(folder)}
+
+    def name(environ):
+        monkeypatch.setattr(kernel_inputs.os, "environ", environ)  # os.environ: jupyter_client's too
+        return cache_key.cache_dir(tmp_path, "cpu").name
+
+    default = name({})
+    # The same spec elsewhere: where it lies is not keyed; what it says is.
+    assert name(with_spec()) == default
+    assert name(with_spec(env={"BOOK_SETTING": "1"})) != default
+    assert name(with_spec(argv=["python", "-X", "utf8", "-m", "ipykernel_launcher", "-f", "{connection_file}"])) != default
+    # A spec that would undo a neutralised variable is refused, in one line naming its file.
+    environ = with_spec(env={"TZ": "Asia/Shanghai", "HOME": "/root"})
+    monkeypatch.setattr(kernel_inputs.os, "environ", environ)
+    with pytest.raises(cache_key.KernelMismatch) as refused:
+        cache_key.check_kernel()
+    spec_file = Path(environ["JUPYTER_PATH"], "kernels", "python3", "kernel.json")
+    assert str(refused.value) == (
+        f"the kernel spec {spec_file} sets HOME, TZ in its \"env\": every page's kernel has fixed values for "
+        "them (execution/kernel_inputs.py); remove them from that file, or that spec from JUPYTER_PATH")
+    monkeypatch.undo()
+    # A page naming another kernel spec is refused before any kernel starts.
+    page = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")],
+                                    metadata={"kernelspec": {"name": "other", "display_name": "Other"}})
+    result = runner.PageRunner().execute(page, timeout=60)
+    assert result.error == "PageProblem" and result.cell is None
+    assert result.detail == ("the page's front matter names the kernel spec 'other': every page runs the book's "
+                             "kernel 'python3', the one the execution cache is keyed by; name that one "
+                             "(kernelspec: name: python3)")
+
+
+@pytest.mark.unit
+def test_editing_a_module_on_the_builds_pythonpath_changes_the_cache_name(tmp_path, monkeypatch):
+    # Issue 31: entries outside the repository were keyed by their path alone (the GPU job's
+    # wheels folder, .ci/gpu-check), so an edited module there kept the old outputs.
+    site = tmp_path / "site"
+    (site / "helper").mkdir(parents=True)
+    (site / "helper" / "__init__.py").write_text("SCALE = 1\n")
+    (site / "helper-1.0.dist-info").mkdir()
+    monkeypatch.setattr(kernel_inputs.os, "environ", {"PYTHONPATH": str(site)})
+
+    def name():
+        return cache_key.cache_dir(tmp_path, "cpu").name
+
+    before = name()
+    (site / "helper" / "__pycache__").mkdir()
+    (site / "helper" / "__pycache__" / "__init__.cpython-312.pyc").write_bytes(b"compiled")
+    (site / "helper" / "README.txt").write_text("not importable\n")
+    assert name() == before  # neither compiled copies nor other files
+    changed = {}
+    (site / "helper" / "__init__.py").write_text("SCALE = 2\n")
+    changed["an edited module"] = name()
+    (site / "helper" / "__init__.py").write_text("SCALE = 1\n")
+    assert name() == before
+    (site / "extra.pth").write_text("/elsewhere\n")
+    changed["a .pth file"] = name()
+    (site / "extra.pth").unlink()
+    (site / "helper-1.0.dist-info").rename(site / "helper-1.1.dist-info")
+    changed["another version's metadata"] = name()
+    assert [what for what, after in changed.items() if after == before] == []
+    assert len(set(changed.values())) == len(changed)

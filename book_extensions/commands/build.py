@@ -501,11 +501,17 @@ def busy(lock: Path, using: str, option: str, preview: bool) -> str:
 
 # --- the build ------------------------------------------------------------------------------
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+def start_problems(args: argparse.Namespace) -> list[str]:
+    """Why a build (or the live preview) cannot start, one line each, before Sphinx would crash:
+    the settings, the folders, the locale, every input file."""
     problems = settings.problems(args.confdir, args.docs, args.languages, args.sphinx_args)
     problems = problems or [problem for problem in [misplaced_folder(args), missing_locale()] if problem]
-    problems = problems or input_problems(args)
+    return problems or input_problems(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    problems = start_problems(args)
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)

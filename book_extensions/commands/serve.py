@@ -1,6 +1,6 @@
 """Live preview of one language: rebuild on save, reload the browser.
 
-    python -m book_extensions serve [en|zh] [--device cpu] [--port 8000]
+    python -m book_extensions serve [en|zh] [--device cpu] [--port 8000] [-- SPHINX_ARGS]
 
 Runs sphinx-autobuild with the same Sphinx options as the real build, so what
 you preview is what ``nox -s docs`` publishes (warnings show, but don't stop it).
@@ -8,7 +8,9 @@ It writes the build's own folders (``_build/<device>/doctrees/``, ``html-work/``
 execution cache), so it holds the build's locks for as long as it runs: a build started
 meanwhile is refused in one line naming the preview, and the preview does not start while
 a build runs (``--out`` and ``--cache-root`` give it folders of its own). It holds its
-toolchain shared too, as a build does (:func:`.build.hold_build_locks`).
+toolchain shared too, as a build does (:func:`.build.hold_build_locks`). Before it starts,
+it makes the driver's checks (:func:`.build.start_problems`: settings, folders, locale, every
+input file), one line each, and compiles the catalogs, as a build does.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 from pathlib import Path
 
 from ..paths import ROOT
-from .build import book_languages, hold_build_locks, misplaced_folder, sphinx_command
+from .build import book_languages, compile_catalogs, hold_build_locks, sphinx_command, start_problems
 from .build import parse_args as build_args
 
 
@@ -32,17 +34,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="folder with one sub-folder per language")
     parser.add_argument("--out", type=Path, default=ROOT / "_build")
     parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
-    args = parser.parse_args(argv)
+    parser.epilog = "Arguments after -- go to sphinx-build, as with build: -- -D nb_execution_timeout=30"
+    argv = sys.argv[1:] if argv is None else argv
+    own, sphinx_args = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    args = parser.parse_args(own)
     languages = {lang.code: lang for lang in book_languages(ROOT)}
     args.language = args.language or next(iter(languages))
     if args.language not in languages:
         print(f"error: unknown language {args.language!r} (known: {', '.join(languages)})", file=sys.stderr)
         return 2
     build = build_args(["html", "--device", args.device, "--docs", str(args.docs), "--out", str(args.out),
-                        "--cache-root", str(args.cache_root)])
-    problem = misplaced_folder(build)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
+                        "--cache-root", str(args.cache_root), "--language", args.language, "--", *sphinx_args])
+    # The driver's checks, before sphinx-autobuild: what it would otherwise show as a traceback.
+    problems = start_problems(build)
+    if problems:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
         return 2
     command = sphinx_command(build, languages[args.language], build.docs, build.out)
     sphinx_options = [a for a in command[3:] if a != "-W"]  # drop "python -m sphinx"
@@ -57,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    compile_catalogs()  # under the locks, as a build does: Sphinx would write a .mo in place
     for lock in locks:  # kept open through exec: sphinx-autobuild holds them until it ends
         os.set_inheritable(lock, True)
     os.execv(sys.executable, autobuild)

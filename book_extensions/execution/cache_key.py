@@ -53,7 +53,7 @@ def torch_version() -> str:
     return toolchain().torch
 
 
-KERNEL_NAME = "python3"  # the kernel spec every page names
+KERNEL_NAME = kernel_inputs.KERNEL_NAME  # the kernel spec every page names
 
 
 class KernelMismatch(Exception):
@@ -96,13 +96,20 @@ def kernel_command(environment: dict[str, str] | None = None,
     except NoSuchKernel:
         raise KernelMismatch(f"there is no Jupyter kernel spec {name!r}: install the toolchain "
                              "(python3 -m book_extensions toolchain)") from None
+    spec_file = str(Path(spec.resource_dir, "kernel.json"))
+    # jupyter_client lays the spec's env over the kernel's: it must not undo what is neutralised.
+    undone = sorted(set(spec.env) & set(kernel_inputs.NEUTRALISED_VARIABLES))
+    if undone:
+        raise KernelMismatch(f"the kernel spec {shown(spec_file)} sets {', '.join(undone)} in its \"env\": "
+                             "every page's kernel has fixed values for them (execution/kernel_inputs.py); "
+                             "remove them from that file, or that spec from JUPYTER_PATH")
     argv = list(spec.argv)
     python = argv[: argv.index("-m")] if "-m" in argv else argv[:1]
     # As jupyter_client's KernelManager.format_kernel_cmd does: "python" is this process's Python.
     if python and python[0] in {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}:
         python[0] = sys.executable
     env = {**(os.environ if environment is None else environment), **spec.env}
-    return python, env, str(Path(spec.resource_dir, "kernel.json"))
+    return python, env, spec_file
 
 
 def check_kernel(environment: dict[str, str] | None = None) -> Interpreter:

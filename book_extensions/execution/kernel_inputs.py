@@ -4,8 +4,8 @@ the execution cache's name, :func:`.cache_key.cache_dir`, so that a change execu
 again). The cache's name is what the build driver's fast path and the records read too
 (``commands/build.py`` digests it; ``records`` and ``determinism`` open the cache by it).
 
-:data:`INPUTS` is the list, with the test that holds each entry. Standard library only:
-the build driver reads this before it starts Sphinx.
+:data:`INPUTS` is the list, with the test that holds each entry. Standard library only (and
+jupyter_client, to read the kernel spec): the build driver reads this before it starts Sphinx.
 
 Which repository files a kernel can import: only a copy of :data:`KERNEL_PACKAGE` (the
 package's ``kernel/``: the startup file, the figures pages draw, the audit of writes), staged
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -63,6 +64,12 @@ HOME_FOLDERS = {"HOME": "", "XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".ca
 PASSED_AND_KEYED = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH")
 # Passed on, not keyed: where temporary files go changes no output (a path shown is refused).
 PASSED = ("TMPDIR",)
+# The kernel spec every page names (its front matter's kernelspec.name): a page naming another is
+# refused (execution/runner.py), and this one's kernel.json is keyed (:func:`kernel_spec_digest`).
+KERNEL_NAME = "python3"
+# What a kernel spec's "env" may not set: jupyter_client lays it over the environment a build
+# gives a kernel, so it would undo what is neutralised (cache_key.kernel_command refuses it).
+NEUTRALISED_VARIABLES = (*FIXED_ENVIRONMENT, *HOME_FOLDERS, "PYTHONSTARTUP")
 # Configuration files a kernel still reads that no variable turns off: IPython's system folders.
 SYSTEM_CONFIG_FOLDERS = (Path(sys.prefix, "etc", "ipython"), Path("/usr/local/etc/ipython"), Path("/etc/ipython"))
 
@@ -97,11 +104,15 @@ INPUTS = (
     Input("variables a kernel needs to run", "keyed", "PASSED_AND_KEYED are passed on, and their values are in the digest",
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
     Input("the build's PYTHONPATH", "keyed", "entries outside the repository are passed on after the staged "
-          "package (a GPU machine's wheels), and are in the digest",
-          "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
+          "package (a GPU machine's wheels); their paths, the content of their .py and .pth files and the "
+          "names of their .dist-info folders are in the digest",
+          "test_kernel_inputs.py::test_editing_a_module_on_the_builds_pythonpath_changes_the_cache_name"),
     Input("user configuration files", "neutralised", "HOME, XDG folders, MPLCONFIGDIR, IPYTHONDIR: an empty home "
           "per page; JUPYTER_NO_CONFIG; no user site",
           "test_kernel_provenance.py::test_the_users_ipython_startup_files_do_not_reach_the_kernel"),
+    Input("the kernel spec", "keyed", "pages naming another kernel spec than KERNEL_NAME are refused; its "
+          "kernel.json (argv, env, language, ...) is in the digest; an env setting NEUTRALISED_VARIABLES is refused",
+          "test_kernel_inputs.py::test_the_kernel_spec_is_keyed_and_may_not_undo_the_fixed_environment"),
     Input("system configuration files", "keyed", "IPython's system folders (SYSTEM_CONFIG_FOLDERS) are digested",
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
     Input("the umask", "neutralised", "the startup file sets 0o022: files a page writes get the same permissions",
@@ -180,6 +191,43 @@ def installed_packages() -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def path_entry_digest(digest, entry: str) -> None:
+    """What a kernel can import from a PYTHONPATH entry, by content: each .py and .pth file's
+    path (relative to the entry) and content, and each package's metadata folder by name
+    (``numpy-2.1.0.dist-info``: the version of its compiled parts). An entry that is a file
+    (a zip) is digested whole. The GPU job's entry is the wheels it installed (.ci/gpu-check)."""
+    path = Path(entry)
+    if path.is_file():
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        return
+    for folder, subfolders, files in os.walk(path):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        here = Path(folder)
+        for name in subfolders:
+            if name.endswith((".dist-info", ".egg-info")):
+                digest.update(f"{(here / name).relative_to(path)}\0".encode())
+        files_digest(digest, sorted(here / f for f in files if f.endswith((".py", ".pth"))), path)
+
+
+def kernel_spec_digest(digest) -> None:
+    """The kernel spec pages run (:data:`KERNEL_NAME`) as jupyter_client resolves it, through
+    JUPYTER_PATH too: its kernel.json's fields, the spec's "env" among them. Where it lies is
+    not keyed (it differs between clones), nor the toolchain's Python named in its argv (the
+    kernel's Python is keyed by version, and check_kernel refuses another)."""
+    # Not at the top: this module is standard library only but for this, which the build
+    # driver's check_kernel imports anyway.
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+    except NoSuchKernel:  # check_kernel refuses the build
+        digest.update(b"no kernel spec\0")
+        return
+    fields = spec.to_dict()
+    fields["argv"] = ["python" if arg == sys.executable else arg for arg in fields["argv"]]
+    digest.update(json.dumps(fields, sort_keys=True).encode())
+
+
 def inputs_digest(environ=None) -> str:
     """The digest of every keyed input but the Python, torch and device (which name the cache themselves)."""
     environ = os.environ if environ is None else environ
@@ -189,6 +237,9 @@ def inputs_digest(environ=None) -> str:
     for name in PASSED_AND_KEYED:
         digest.update(f"{name}={environ.get(name)}\0".encode())
     digest.update(f"PYTHONPATH={os.pathsep.join(repository_paths(environ))}\0".encode())
+    for entry in repository_paths(environ):
+        path_entry_digest(digest, entry)
+    kernel_spec_digest(digest)
     for folder in SYSTEM_CONFIG_FOLDERS:
         if folder.is_dir():
             digest.update(f"{folder}\0".encode())

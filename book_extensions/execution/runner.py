@@ -413,6 +413,13 @@ class PageRunner:
         async def on_notebook_error(notebook) -> None:
             await client.kernel_failed(notebook)
 
+        kernel_name = notebook.metadata.get("kernelspec", {}).get("name", kernel_inputs.KERNEL_NAME)
+        if kernel_name != kernel_inputs.KERNEL_NAME:
+            # Only the book's kernel spec is checked and keyed (cache_key.check_kernel, kernel_inputs).
+            return Execution(0.0, error="PageProblem", detail=(
+                f"the page's front matter names the kernel spec {kernel_name!r}: every page runs the "
+                f"book's kernel {kernel_inputs.KERNEL_NAME!r}, the one the execution cache is keyed by; "
+                f"name that one (kernelspec: name: {kernel_inputs.KERNEL_NAME})"))
         before = self.source_state()
         started = time.perf_counter()
         result = Execution(0.0)
@@ -424,7 +431,6 @@ class PageRunner:
             work = Path(scratch, "work")
             sockets.mkdir()
             work.mkdir()
-            kernel_name = notebook.metadata.get("kernelspec", {}).get("name", "python3")
             manager = IpcKernelManager(kernel_name=kernel_name, ip=str(sockets / "kernel"))
             client = CheckedClient(
                 notebook,

@@ -1,5 +1,5 @@
 # Conventional Sphinx targets for the book, in the current Python environment
-# (pip install -r requirements.txt first). nox does the same in its own venvs.
+# (pip install -r requirements.txt first). nox runs the same verbs in the shared toolchain.
 # Every target but test, unit, clean and clean-cache runs a verb of the book's one command,
 # `python -m book_extensions <verb>`: `$(PYTHON) -m book_extensions --help` lists them all.
 PYTHON  ?= python3
@@ -15,7 +15,7 @@ help:
 	@echo "make pdf        the whole book as PDF, one per language, into _build/$(DEVICE)/offline/"
 	@echo "make epub       the whole book as EPUB, one per language, checked by EPUBCheck"
 	@echo "make test       run the test suite on every core (all tiers but the scheduled one)"
-	@echo "make unit       run the unit tier: no build, no browser (about 20 s)"
+	@echo "make unit       run the unit tier: no build, no browser (about 30 s)"
 	@echo "make serve      live preview (LANG_=zh for Chinese)"
 	@echo "make parity     check that the languages have the same pages, code and structure"
 	@echo "make bench      build timings and execution counts"

@@ -498,18 +498,27 @@ def unlisted_leans(files: list[Path] | None = None, workarounds: list[Workaround
     environment (as ``env.mystnb_config``); an attribute of another project's module or class
     replaced, a function put in place of an object's attribute, ``sys.modules`` changed; a
     class attribute of another project's class set in a subclass, other than the documented
-    ones (:data:`DOCUMENTED_OVERRIDES`). A lean is named by an entry when its name is one
-    part of an entry's internal name ("sys.modules" when one is "sys:modules")."""
+    ones (:data:`DOCUMENTED_OVERRIDES`). A lean is named by an entry when its name is one of
+    the entry's internal names in full ("sys.modules" when one is "sys:modules"), or when its
+    file is in the entry's ``where`` and its name is an internal name's last part (a private
+    module's lean: a private part of its module path). Any part of any entry would do before:
+    ``env.cache`` anywhere passed as listed because one entry names ``jupyter_cache.cache``."""
     package = Path(__file__).resolve().parent
     root = root or package.parent
     files = files if files is not None else sorted(package.rglob("*.py"))
-    listed = {part for item in workarounds for internal in item.internals for part in re.split(r"[.:]", internal)}
-    listed |= {internal.replace(":", ".") for item in workarounds for internal in item.internals}
+    in_full = {internal.replace(":", ".") for item in workarounds for internal in item.internals}
     found = []
     for path in files:
         shown_as = path.resolve().relative_to(root).as_posix() if path.resolve().is_relative_to(root) else str(path)
+        named = set(in_full)
+        for item in workarounds:
+            if shown_as in item.where.split(", "):
+                for internal in item.internals:
+                    module, _, attribute = internal.rpartition(":")
+                    named.add(re.split(r"[.:]", internal)[-1])
+                    named |= {part for part in module.split(".") + attribute.split(".")[:-1] if private(part)}
         found += [lean for lean in leans_in(path, path.read_text(encoding="utf8"), shown_as)
-                  if lean.name not in listed]
+                  if lean.name not in named]
     return found
 
 

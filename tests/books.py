@@ -14,9 +14,10 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from book_extensions.paths import ROOT  # the repository; the tests import it from here
+from book_extensions.paths import PACKAGE, ROOT  # noqa: F401  (the repository, the package: the tests import them from here)
 
 FIXTURES = Path(__file__).parent / "fixtures"
+EXAMPLES = ROOT / "examples"
 # The theme's own files, as installed (the tests of the stylesheet trimming start from them).
 THEME_STATIC = Path(importlib.util.find_spec("pydata_sphinx_theme").origin).parent / "theme" / "pydata_sphinx_theme" / "static"
 

@@ -250,11 +250,15 @@ def test_a_page_and_its_twin_loading_page_share_one_execution(tmp_path):
 
     from book_extensions.execution.runner import keyed
 
-    docs = twin_book(tmp_path)
     cache = JupyterCacheBase(str(tmp_path / "cache"))
-    keys = []
-    for lang in ("en", "zh"):
+
+    def key(docs: Path, lang: str) -> str:
         page = docs / lang / "index.md"
         notebook = read_myst_markdown_notebook(page.read_text(encoding="utf8"), path=str(page))
-        keys.append(cache.create_hashed_notebook(keyed(notebook))[1])
-    assert keys[0] == keys[1]
+        return cache.create_hashed_notebook(keyed(notebook))[1]
+
+    docs = twin_book(tmp_path / "same")
+    assert key(docs, "en") == key(docs, "zh")
+    # The page's code is keyed (kernel_inputs.py): a twin whose code differs gets its own execution.
+    docs = twin_book(tmp_path / "differs", twin="# 一个程序\nprint(2)\n")
+    assert key(docs, "en") != key(docs, "zh")

@@ -11,11 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from books import PACKAGE, ROOT
 
 from book_extensions.__main__ import COMMAND, VERBS
-from book_extensions.paths import ROOT
-
-PACKAGE = ROOT / "book_extensions"
 
 
 def command(*args: str, python: tuple[str, ...] = (sys.executable,)) -> subprocess.CompletedProcess:

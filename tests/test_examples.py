@@ -1,11 +1,9 @@
 """The programs in examples/ run and say what the book says they say."""
 
 import runpy
-from pathlib import Path
 
 import pytest
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from books import EXAMPLES
 
 
 @pytest.mark.parametrize("program", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)

@@ -1,5 +1,6 @@
 """The page executor: kernels that cannot collide, one cache shared safely, UTC dates."""
 
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime
@@ -75,6 +76,17 @@ def test_a_dead_kernel_is_a_result_with_its_cell_and_exit_code():
     result = runner.PageRunner().execute(nb, timeout=60)
     assert (result.error, result.cell, result.detail) == ("DeadKernelError", 1, "exit code 7")
     assert nb.cells[0].outputs[0]["text"] == "first\n"
+
+
+@pytest.mark.unit
+def test_each_page_runs_in_an_empty_scratch_folder_of_its_own():
+    # The working folder is an input kernel_inputs.py neutralises: whatever the build's own
+    # folder holds, a page starts in an empty one, and the next page does not see its files.
+    page = "import os\nprint(os.listdir('.'), os.getcwd() != {cwd!r})\nopen('left.txt', 'w').write('x')"
+    for _ in range(2):
+        nb = notebook(page.format(cwd=os.getcwd()))
+        assert runner.PageRunner().execute(nb, timeout=60).error is None
+        assert nb.cells[0].outputs[0]["text"] == "[] True\n"
 
 
 def store_many(args: tuple[str, int]) -> int:

@@ -13,8 +13,9 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
-from books import FIXTURES, ROOT, build_book
+from books import FIXTURES, ROOT, build_book, descendants
 
 from book_extensions.commands import build as build_command
 from book_extensions.commands import toolchain
@@ -109,6 +110,15 @@ def flocks_of(pid: int, path: Path) -> list[str]:
     return found
 
 
+def sphinx_below(pid: int) -> bool:
+    def command(process) -> list[str]:
+        try:
+            return process.cmdline()
+        except psutil.Error:  # ended meanwhile
+            return []
+    return any(command(child)[1:3] == ["-m", "sphinx"] for child in descendants(pid))
+
+
 @pytest.mark.fixture
 @pytest.mark.skipif(not (Path(sys.prefix) / "book-pins.txt").exists(), reason="the tests run outside a toolchain")
 def test_a_build_holds_its_toolchain_shared_while_it_runs(tmp_path):
@@ -124,7 +134,11 @@ def test_a_build_holds_its_toolchain_shared_while_it_runs(tmp_path):
         while not flocks_of(running.pid, lock) and time.monotonic() < deadline and running.poll() is None:
             time.sleep(0.2)
         assert flocks_of(running.pid, lock) == ["READ"]
-        time.sleep(5)  # Sphinx runs, its page's cell with it
+        # Wait until Sphinx runs (a child "python -m sphinx"), then see the lock still held.
+        deadline = time.monotonic() + 120
+        while not sphinx_below(running.pid) and time.monotonic() < deadline and running.poll() is None:
+            time.sleep(0.2)
+        assert sphinx_below(running.pid), "Sphinx never started"
         assert running.poll() is None and flocks_of(running.pid, lock) == ["READ"]
     finally:
         os.killpg(running.pid, signal.SIGINT)

@@ -203,8 +203,17 @@ def test_of_two_pages_running_at_once_only_the_one_that_wrote_is_blamed(tmp_path
     # As the build makes it (PageRunner.for_build), watching the repository.
     page_runner = runner.PageRunner(watched_sources=[repository], sources_root=repository,
                                     writes_log=tmp_path / "writes.log")
-    writer = f"import time\ntime.sleep(1)\nopen({str(readme)!r}, 'a').write('x')"
+    # The overlap is made certain, not left to timing: A writes only once B runs (B's marker,
+    # outside the repository), and B ends only once A's write is in the writes log.
+    running = tmp_path / "b-running"
+    wait = "import time, pathlib\ndeadline = time.monotonic() + 50\nwhile not ({}) and time.monotonic() < deadline:\n" \
+           "    time.sleep(0.05)\nassert {}, 'the other page never came'\n"
+    seen = f"pathlib.Path({str(running)!r}).exists()"
+    writer = wait.format(seen, seen) + f"open({str(readme)!r}, 'a').write('x')"
+    logged = f"'README.md' in pathlib.Path({str(tmp_path / 'writes.log')!r}).read_text()"
+    logged = f"pathlib.Path({str(tmp_path / 'writes.log')!r}).exists() and {logged}"
+    waiter = f"open({str(running)!r}, 'w').close()\n" + wait.format(logged, logged)
     with ProcessPoolExecutor(2) as pool:
-        wrote, waited = pool.map(run_page, [page_runner] * 2, [writer, "import time\ntime.sleep(5)"])
+        wrote, waited = pool.map(run_page, [page_runner] * 2, [writer, waiter])
     assert wrote == ("SourcesChanged", "README.md")
     assert waited == (None, "")

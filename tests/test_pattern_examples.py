@@ -1,11 +1,10 @@
 """The pattern programs in examples/ run, and show what the patterns page says they show."""
 
 import runpy
-from pathlib import Path
 
 import torch
+from books import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PROGRAMS = ["gan_step.py", "tbptt.py", "target_network.py", "stop_gradient.py", "straight_through.py", "logging_losses.py"]
 
 

@@ -25,14 +25,15 @@ LANGUAGES = [
 ]
 
 
-def written(tmp_path: Path, base: str) -> Path:
+def written(tmp_path: Path, base: str, hidden: tuple[str, ...] = ()) -> Path:
     site, doctrees, docs = tmp_path / "site", tmp_path / "doctrees", tmp_path / "docs"
     site.mkdir()
     for lang in LANGUAGES:
         (doctrees / lang.code).mkdir(parents=True)
         (doctrees / lang.code / MANIFEST).write_text(json.dumps({
             "code": lang.code, "base_url": base, "root_title": f"Root <{lang.project}>",
-            "not_found": f"Not found: {lang.name}'s page", "not_found_link": "Start & go"}))
+            "not_found": f"Not found: {lang.name}'s page", "not_found_link": "Start & go",
+            **({"hidden": list(hidden)} if hidden else {})}))  # absent: a manifest from before "hidden"
         (docs / lang.code).mkdir(parents=True)
         for page in ["index", "a page", "章节"] + (["only-en"] if lang.code == "en" else []):
             (docs / lang.code / f"{page}.md").write_text("# x\n")
@@ -54,3 +55,12 @@ def test_a_language_without_its_manifest_leaves_no_root_file(tmp_path):
     problem = root_files.write(site, tmp_path / "doctrees", LANGUAGES, tmp_path / "docs")
     assert problem == "it waits for: zh"
     assert list(site.iterdir()) == []
+
+
+def test_a_page_the_languages_hide_is_not_in_the_sitemap(tmp_path):
+    """The device page, left out of the tables of contents until a CUDA run is recorded, is
+    named in each language's manifest as hidden: the sitemap leaves it out, as a page and as
+    an alternate."""
+    sitemap = (written(tmp_path, "https://example.org/book", hidden=("a page",)) / "sitemap.xml").read_text()
+    assert "a%20page" not in sitemap
+    assert "en/only-en.html" in sitemap and "%E7%AB%A0%E8%8A%82" in sitemap  # the others stay

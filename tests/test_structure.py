@@ -7,8 +7,8 @@ import ast
 from pathlib import Path
 
 import networkx
+from books import PACKAGE
 
-PACKAGE = Path(__file__).resolve().parent.parent / "book_extensions"
 # The command-line layer: the tools of commands/, and the two that live beside the stage they
 # drive (the offline editions' PDF and EPUB, the records under other torch releases).
 COMMAND_LINE = ("book_extensions.commands", "book_extensions.editions.make_editions",

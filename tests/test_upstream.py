@@ -93,19 +93,38 @@ def test_an_unlisted_lean_of_each_kind_is_found():
         (28, "a module replaced in", "sys.modules"),
         (30, "another project's private attribute", "_titles"),
         (34, "a class attribute of another project's class set in a subclass", "language_name"),
+        (46, "an attribute of another project's module or class replaced", "HideInputCells"),
+        (47, "an undocumented attribute of Sphinx's environment", "cache"),
+        (47, "an undocumented attribute of Sphinx's environment", "search"),
+        (47, "an undocumented attribute of Sphinx's environment", "client"),
+        (47, "another project's private attribute", "_titles"),
     }
     [one] = upstream.unlisted_leans([LEANS], workarounds=[])[:1]
     assert str(one).endswith("leans.py:9: another project's private module or name (_pathlib), "
                              "which no entry of book_extensions/upstream.py names")
 
 
+INTERNALS = ("sphinx.util._pathlib:_StrPath", "myst_nb.sphinx_ext:create_mystnb_config.mystnb_config",
+             "myst_parser.sphinx_ext:myst_config", "sphinx.environment:BuildEnvironment.toctree_includes",
+             "myst_nb.sphinx_:create_client", "sphinx.search:IndexBuilder.feed", "sys:modules",
+             "sphinx.search:SearchLanguage.language_name", "jupyter_cache.cache.main:JupyterCacheBase.db")
+
+
 def test_a_lean_an_entry_names_is_listed():
-    entry = Workaround("leans.py", "why", "until", internal=(
-        "sphinx.util._pathlib:_StrPath", "myst_nb.sphinx_ext:create_mystnb_config.mystnb_config",
-        "myst_parser.sphinx_ext:myst_config", "sphinx.environment:BuildEnvironment.toctree_includes",
-        "myst_nb.sphinx_:create_client", "sphinx.search:IndexBuilder.feed", "sys:modules",
-        "sphinx.search:IndexBuilder._titles", "sphinx.search:SearchLanguage.language_name"))
-    assert upstream.unlisted_leans([LEANS], workarounds=[entry]) == []
+    entry = Workaround("tests/fixtures/unlisted_leans/leans.py", "why", "until",
+                       internal=(*INTERNALS, "sphinx.search:IndexBuilder._titles"))
+    found = {(lean.line, lean.name) for lean in upstream.unlisted_leans([LEANS], workarounds=[entry])}
+    # Only the names that are a fragment of an entry's internal name (the module of one, as
+    # "cache" or "search", or a module's attribute named as another's) are not listed.
+    assert found == {(46, "HideInputCells"), (47, "cache"), (47, "search"), (47, "client")}
+
+
+def test_a_lean_named_for_another_file_is_not_listed():
+    """By its last part, an internal name lists a lean only in the entry's own files."""
+    entry = Workaround("book_extensions/elsewhere.py", "why", "until",
+                       internal=(*INTERNALS, "sphinx.search:IndexBuilder._titles"))
+    found = {lean.name for lean in upstream.unlisted_leans([LEANS], workarounds=[entry])}
+    assert found == {lean.name for lean in upstream.unlisted_leans([LEANS], workarounds=[])} - {"sys.modules"}
 
 
 def test_every_copied_template_is_listed():

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..execution.page_execution import EXECUTIONS_FILE
+from ..execution.cache_key import EXECUTIONS_FILE
 from ..paths import ROOT
 from .build import book_languages
 

@@ -77,12 +77,11 @@ from pathlib import Path
 
 from ..configuration import settings
 from ..configuration.settings import Language, book_languages, reference_language  # noqa: F401  (the tools import them from here)
-from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache
+from ..execution.cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, unreadable_cache
 from ..paths import PACKAGE, ROOT
 from . import publish
 
 NOTE = "book-last-build.json"  # beside each language's doctrees: its last successful build
-EXECUTIONS_FILE = "book-executions.json"  # execution/page_execution.py's (importing it loads Sphinx)
 # Environment variables that change what a build or its kernels do.
 ENVIRONMENT = ("PYTHON", "JUPYTER", "IPYTHON", "BOOK_", "SPHINX", "SOURCE_DATE_EPOCH", "TZ", "LANG", "LC_",
                "OMP_", "MKL_", "TORCH_", "PYTORCH_", "CUDA_")

@@ -30,6 +30,10 @@ from pathlib import Path
 from ..paths import shown
 from . import kernel_inputs
 
+# The report each language's build leaves beside its doctrees (page_execution.py writes it;
+# the build driver and bench read it): here, where importing it loads no Sphinx.
+EXECUTIONS_FILE = "book-executions.json"
+
 
 @dataclass(frozen=True)
 class Interpreter:

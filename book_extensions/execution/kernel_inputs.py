@@ -91,7 +91,8 @@ INPUTS = (
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
     Input("the device", "keyed", "names the cache", "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
     Input("the page's code", "keyed", "jupyter-cache hashes each code cell's code (comments and docstrings left "
-          "out; a program a cell loads is its code)", "test_code_comments.py"),
+          "out; a program a cell loads is its code)",
+          "test_code_comments.py::test_a_page_and_its_twin_loading_page_share_one_execution"),
     Input("the repository code kernels import", "keyed", "only a staged copy of KERNEL_PACKAGE is importable "
           "(startup file, figures, writes audit); its files are in the digest",
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
@@ -117,7 +118,8 @@ INPUTS = (
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
     Input("the umask", "neutralised", "the startup file sets 0o022: files a page writes get the same permissions",
           "test_kernel_inputs.py::test_the_builds_environment_does_not_reach_a_page"),
-    Input("the working folder", "neutralised", "each page runs in an empty scratch folder", "test_executor.py"),
+    Input("the working folder", "neutralised", "each page runs in an empty scratch folder",
+          "test_executor.py::test_each_page_runs_in_an_empty_scratch_folder_of_its_own"),
 )
 
 

@@ -49,14 +49,13 @@ from ..editions import offline_builders
 from ..records import release_changes
 from ..site.device_page import device_name
 from . import kernel_inputs, page_state, runner
-from .cache_key import KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
+from .cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
 from .cell_checks import check_cells, clean_outputs
 from .notebook_downloads import write_notebook
 
 logger = logging.getLogger(__name__)
 
 DEVICES = ("cpu", "cuda")
-EXECUTIONS_FILE = "book-executions.json"
 
 # The pages' kernel runs the toolchain's Python and torch: configure_execution() refuses a
 # build whose kernel runs any other (check_kernel), so nothing about it is kept per build.

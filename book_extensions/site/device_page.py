@@ -25,7 +25,6 @@ from .readable_layout import table
 
 
 @cache
-@cache
 def device_name(device: str) -> str:
     """The device as a page states it; stops the build if it is not available (asked once)."""
     if device == "cpu":

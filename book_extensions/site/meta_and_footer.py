@@ -27,6 +27,7 @@ from sphinx.application import Sphinx
 
 from ..configuration.languages import current_language
 from ..configuration.messages import message
+from .device_page import cuda_recorded
 
 LICENCES = {
     "text": ("CC BY-SA 4.0", "https://creativecommons.org/licenses/by-sa/4.0/"),
@@ -150,6 +151,9 @@ def write_manifest(app: Sphinx) -> None:
         "root_title": message(app.config, "root_title"),
         "not_found": message(app.config, "not_found"),
         "not_found_link": message(app.config, "not_found_link"),
+        # Pages left out of every table of contents, so out of the sitemap too: the device
+        # page until a CUDA run is recorded (device_page.py).
+        "hidden": [app.config.book_device_page] if app.config.book_device_page and not cuda_recorded(app) else [],
     }
     Path(app.doctreedir, MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n",
                                               encoding="utf8")

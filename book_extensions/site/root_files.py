@@ -4,7 +4,8 @@
                   with book_base_url, hreflang links to each language's start (absolute)
     404.html      in every language, with absolute links (it answers for any missing path)
     robots.txt    and, when book_base_url is set, sitemap.xml with every page's hreflang alternates
-                  (percent-encoded URLs)
+                  (percent-encoded URLs), less the pages a language hides (the device page
+                  until a CUDA run is recorded)
 
 Written once by the build driver after every language is built, from the manifest each
 language's run leaves beside its doctrees (its base URL and translated strings: meta_and_footer.py).
@@ -28,9 +29,13 @@ TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).with_name("root_t
                         autoescape=select_autoescape(["html", "xml"]), keep_trailing_newline=True)
 
 
-def sitemap_urls(base: str, languages: list[Language], docs: Path, suffixes) -> list[dict]:
-    """Every page of every language, with its hreflang alternates (and x-default: the first language)."""
-    by_language = {lang.code: set(source_pages(docs / lang.code, suffixes)) for lang in languages}
+def sitemap_urls(base: str, languages: list[Language], docs: Path, suffixes,
+                 hidden: dict[str, list[str]] | None = None) -> list[dict]:
+    """Every page readers can reach in every language, with its hreflang alternates (and
+    x-default: the first language); not the pages a language's manifest says it hides."""
+    hidden = hidden or {}
+    by_language = {lang.code: set(source_pages(docs / lang.code, suffixes)) - set(hidden.get(lang.code, ()))
+                   for lang in languages}
 
     def url(code: str, page: str) -> str:
         # A sitemap holds URLs: a page name with a space or Chinese characters is percent-encoded.
@@ -69,7 +74,8 @@ def write(site: Path, doctrees: Path, languages: list[Language], docs: Path, suf
     for name in ("index.html", "404.html", "robots.txt"):
         (site / name).write_text(TEMPLATES.get_template(name).render(values), encoding="utf8")
     if base:
-        urls = sitemap_urls(base, languages, docs, suffixes)
+        urls = sitemap_urls(base, languages, docs, suffixes,
+                            {code: manifest.get("hidden", []) for code, manifest in manifests.items()})
         (site / "sitemap.xml").write_text(TEMPLATES.get_template("sitemap.xml").render(urls=urls), encoding="utf8")
     else:
         (site / "sitemap.xml").unlink(missing_ok=True)  # from a build that had a base URL

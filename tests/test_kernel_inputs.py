@@ -56,6 +56,10 @@ def test_each_keyed_input_changes_the_cache_name(tmp_path, monkeypatch):
     changed = {}
     changed["device"] = name(device="cuda")
     changed["a variable a kernel needs"] = name({"CUDA_VISIBLE_DEVICES": "1"})
+    cpus = os.cpu_count()
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus + 2)
+    changed["the number of CPUs"] = name()
+    monkeypatch.undo()
     changed["the build's PYTHONPATH outside the repository"] = name({"PYTHONPATH": str(tmp_path / "wheels")})
     # The repository on PYTHONPATH is not passed on, so it changes nothing.
     assert name({"PYTHONPATH": str(ROOT)}) == before
@@ -120,17 +124,22 @@ def test_the_builds_environment_does_not_reach_a_page(tmp_path, monkeypatch):
                         "MPLCONFIGDIR": str(home / ".config" / "matplotlib"), "LC_ALL": "C",
                         "BOOK_TEST_LEAK": "1"}.items():
         monkeypatch.setenv(name, value)
-    umask = os.umask(0o077)  # the build's processes inherit it
+    import resource
+
+    umask, files = os.umask(0o077), resource.getrlimit(resource.RLIMIT_NOFILE)  # the build's processes inherit them
+    resource.setrlimit(resource.RLIMIT_NOFILE, (512, files[1]))
     try:
         elsewhere = build_book(FIXTURE, tmp_path / "elsewhere", "html", "--language", "en", cache=tmp_path / "cache-2")
     finally:
         os.umask(umask)
+        resource.setrlimit(resource.RLIMIT_NOFILE, files)
     assert elsewhere.returncode == 0, elsewhere.output
     shown = outputs(elsewhere)
     assert shown == outputs(plain)
     text = " ".join(shown)
     assert "zone UTC UTC threads 1 1" in text and "hash seed 0 locale C.UTF-8" in text
     assert "home is empty: True" in text and "from the build: []" in text and "umask 0o22" in text
+    assert "open files 1024" in text
     assert "matplotlib rc: 1.5" in text and "the kernel package: book_extensions.kernel.figures" in text
     # Neutralised, so not keyed: the two builds' caches have one name.
     assert [p.name for p in (tmp_path / "cache-1").glob("cpu-*")] == [p.name for p in (tmp_path / "cache-2").glob("cpu-*")]

@@ -116,6 +116,10 @@ INPUTS = (
           "test_kernel_inputs.py::test_the_kernel_spec_is_keyed_and_may_not_undo_the_fixed_environment"),
     Input("system configuration files", "keyed", "IPython's system folders (SYSTEM_CONFIG_FOLDERS) are digested",
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
+    Input("the number of CPUs", "keyed", "os.cpu_count() (torch's inter-op threads follow it) is in the digest",
+          "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
+    Input("the open-file limit", "neutralised", "the startup file sets the soft limit to 1024 (or the hard "
+          "limit, if lower)", "test_kernel_inputs.py::test_the_builds_environment_does_not_reach_a_page"),
     Input("the umask", "neutralised", "the startup file sets 0o022: files a page writes get the same permissions",
           "test_kernel_inputs.py::test_the_builds_environment_does_not_reach_a_page"),
     Input("the working folder", "neutralised", "each page runs in an empty scratch folder",
@@ -242,6 +246,9 @@ def inputs_digest(environ=None) -> str:
     for entry in repository_paths(environ):
         path_entry_digest(digest, entry)
     kernel_spec_digest(digest)
+    # torch's inter-op threads (and any cell's os.cpu_count()) follow the machine's CPUs,
+    # which no variable fixes: the count is keyed.
+    digest.update(f"cpus={os.cpu_count()}\0".encode())
     for folder in SYSTEM_CONFIG_FOLDERS:
         if folder.is_dir():
             digest.update(f"{folder}\0".encode())

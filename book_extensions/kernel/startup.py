@@ -30,8 +30,17 @@ for _stream in (sys.stdout, sys.stderr):
     if hasattr(_stream, "flush_interval"):
         _stream.flush_interval = 3600.0
 
-# Files a page writes get the same permissions whatever the build's umask (a cell may show them).
+# Files a page writes get the same permissions whatever the build's umask (a cell may show
+# them), and a page sees the same open-file limit whatever the shell's `ulimit -n`.
 os.umask(0o022)
+try:
+    import resource as _resource
+
+    _hard = _resource.getrlimit(_resource.RLIMIT_NOFILE)[1]
+    _resource.setrlimit(_resource.RLIMIT_NOFILE, (1024 if _hard == _resource.RLIM_INFINITY else min(1024, _hard), _hard))
+    del _resource, _hard
+except (ImportError, ValueError, OSError):  # not POSIX, or not allowed: left as it is
+    pass
 
 _device = os.environ.get("BOOK_DEVICE", "cpu")
 if _device != "cpu":

@@ -1,12 +1,15 @@
 """The page executor: kernels that cannot collide, one cache shared safely, UTC dates."""
 
 import os
+import subprocess
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime
 
 import nbformat
 import pytest
+from books import FIXTURES, ROOT
 
 from book_extensions.execution import runner
 
@@ -121,3 +124,15 @@ def test_cache_times_are_read_as_utc_in_every_time_zone(monkeypatch, zone):
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+def test_a_page_runs_under_a_temporary_folder_too_deep_for_a_socket_path(tmp_path):
+    # zmq refused the kernel's socket ("File name too long") when TMPDIR was deep, as pytest's is.
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
+         "--docs", str(FIXTURES / "driver_pages" / "docs"), "--out", str(tmp_path / "_build"),
+         "--cache-root", str(tmp_path / "cache")],
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(deep)})
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -51,7 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -424,10 +424,11 @@ class PageRunner:
         started = time.perf_counter()
         result = Execution(0.0)
         # A cell may leave a process writing in its folder: cleaning up must not fail the build.
-        with tempfile.TemporaryDirectory(prefix="book-page-", ignore_cleanup_errors=True) as scratch:
+        with (tempfile.TemporaryDirectory(prefix="book-page-", ignore_cleanup_errors=True) as scratch,
+              socket_parent(scratch) as parent):
             # The sockets live beside the page's working folder, named by absolute path:
             # a relative one would resolve differently in the kernel and in this process.
-            sockets = Path(scratch, "sockets")
+            sockets = Path(parent, "sockets")
             work = Path(scratch, "work")
             sockets.mkdir()
             work.mkdir()
@@ -546,6 +547,19 @@ def install_client() -> None:
 def cache_lock(cache_path: str) -> FileLock:
     """Held for every read or write of one cache's database, across parallel readers."""
     return FileLock(os.path.join(cache_path, "book-cache.lock"))
+
+
+# A Unix socket's path holds at most 107 bytes; zmq names a kernel's sockets
+# <folder>/sockets/kernel-<port>.
+SOCKET_PATH_ROOM = 107 - len("/sockets/kernel-65535")
+
+
+def socket_parent(scratch: str):
+    """Where a page's kernel sockets go: beside its working folder, or in a folder of /tmp of
+    their own when TMPDIR is too deep for a socket's path (zmq: "File name too long")."""
+    if len(os.fsencode(scratch)) <= SOCKET_PATH_ROOM:
+        return nullcontext(scratch)
+    return tempfile.TemporaryDirectory(prefix="book-", dir="/tmp", ignore_cleanup_errors=True)
 
 
 class CacheWriteError(Exception):

@@ -53,13 +53,14 @@ def page_text(app, page: str = "index") -> str:
     return (app.outdir / f"{page}.html").read_text(encoding="utf8")
 
 
-def test_two_applications_in_one_process_keep_their_own_state(sphinx_book):
+def test_two_applications_in_one_process_keep_their_own_state(sphinx_book, tmp_path):
     import myst_nb.sphinx_
 
     # Both made (their extensions set up, their settings read) before either builds: what the
-    # second's setup chose must not be what the first builds with.
-    en = sphinx_book("in_process", "en", run=False)
-    zh = sphinx_book("in_process", "zh", run=False)
+    # second's setup chose must not be what the first builds with. Their cache is their own:
+    # in the session's, another test may have executed the page already.
+    en = sphinx_book("in_process", "en", run=False, cache=tmp_path / "cache")
+    zh = sphinx_book("in_process", "zh", run=False, cache=tmp_path / "cache")
     en.build()
     zh.build()
     # Each application's interface strings are in its own language, the first's after the second ran.

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from book_extensions.configuration.messages import ENGLISH, message
-from book_extensions.execution import runner
+from book_extensions.execution import page_execution, runner
 from book_extensions.execution.page_execution import EXECUTIONS_FILE
 from book_extensions.site import post_build
 
@@ -28,8 +28,8 @@ def test_the_pipeline_chooses_the_steps_of_each_build():
     assert names("html", "html") == STEP_NAMES
     # The offline editions' builders write HTML too: checked, but neither trimmed nor given the
     # editions; singlehtml and epub have no search index (write_counts finds none: a no-op).
-    edition = ["search.write_counts", "page_execution.write_executions", "remote_loads.check_build",
-               "meta_and_footer.write_manifest", "leaked_paths.check_build"]
+    edition = ["search.write_counts", "page_execution.write_executions", "meta_and_footer.write_manifest",
+               "remote_loads.check_build", "leaked_paths.check_build"]
     assert names("singlehtml", "html") == names("epub", "html") == edition
     # Any other builder, and a failed build of any builder: only the record of what was read.
     for builder, output_format in (("doctest", ""), ("dummy", ""), ("latex", "latex"), ("html", "html"), ("epub", "html")):
@@ -53,9 +53,15 @@ def page_text(app, page: str = "index") -> str:
     return (app.outdir / f"{page}.html").read_text(encoding="utf8")
 
 
-def test_two_applications_in_one_process_keep_their_own_state(sphinx_book, tmp_path):
+def test_two_applications_in_one_process_keep_their_own_state(sphinx_book, tmp_path, monkeypatch):
+    import tempfile
+
     import myst_nb.sphinx_
 
+    # Nothing a build stages for its kernels goes to the temporary folder, where it would stay
+    # behind: pytest-xdist's workers end without running atexit.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     # Both made (their extensions set up, their settings read) before either builds: what the
     # second's setup chose must not be what the first builds with. Their cache is their own:
     # in the session's, another test may have executed the page already.
@@ -70,6 +76,9 @@ def test_two_applications_in_one_process_keep_their_own_state(sphinx_book, tmp_p
     # Each build has its own page executor: the first executed the page, the second took it
     # from the cache they share, and neither's notebooks went to the other.
     assert en.book_page_runner is not zh.book_page_runner
+    assert [path.name for path in (tmp_path / "tmp").iterdir() if path.name != "jieba.cache"] == []
+    for app in (en, zh):  # each stages the package its kernels import beside its own doctrees
+        assert (app.doctreedir / page_execution.KERNEL_PACKAGE_FOLDER / "book_extensions" / "kernel" / "startup.py").is_file()
     for app, executed in ((en, ["index"]), (zh, [])):
         assert json.loads((app.doctreedir / EXECUTIONS_FILE).read_text())["executed"] == executed
         assert app.book_page_runner.executions == {} and app.book_page_runner.executed_notebooks == {}

@@ -35,6 +35,7 @@ attribute, anything shaped like an absolute URL. A link the reader follows (``<a
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import re
@@ -147,17 +148,15 @@ def css_urls(tokens: Iterable) -> Iterator[str]:
             yield from css_urls(token.content or [])
 
 
-def css_problems(text: str, own_host: str, sheet: bool) -> list[str]:
-    """What CSS (a stylesheet, or a ``style`` attribute's declarations) would load."""
+@functools.lru_cache(maxsize=256)
+def css_problems(text: str, own_host: str, sheet: bool) -> tuple[str, ...]:
+    """What CSS (a stylesheet, or a ``style`` attribute's declarations) would load. Remembered:
+    every page the first paint rewrote inlines the same rules (tens of KB to tokenize)."""
     import tinycss2
 
     tokens = tinycss2.parse_stylesheet(text) if sheet else tinycss2.parse_component_value_list(text)
-    found = []
-    for url in css_urls(tokens):
-        problem = url_problem(url, own_host)
-        if problem:
-            found.append(problem)
-    return found
+    problems = (url_problem(url, own_host) for url in css_urls(tokens))
+    return tuple(problem for problem in problems if problem)
 
 
 def attribute_problems(element: str, name: str, value: str, own_host: str, *, rels: set[str],
@@ -380,7 +379,7 @@ def remote_loads(path: Path, own_host: str = "") -> list[str]:
     published as a file of its own, which a reader can open)."""
     text = path.read_text(encoding="utf8", errors="replace")
     if path.suffix == ".css":
-        return css_problems(text, own_host, sheet=True)
+        return list(css_problems(text, own_host, sheet=True))
     if path.suffix == ".svg":
         return svg_problems(text, own_host)
     finder = ResourceFinder(own_host)

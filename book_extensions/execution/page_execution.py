@@ -78,7 +78,7 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     device = config.book_device
     if device not in DEVICES:
         raise ConfigError(f"book_device must be one of {', '.join(DEVICES)}, not {device!r}")
-    kernel_environment = prepare_kernels(device)
+    kernel_environment = prepare_kernels(device, Path(app.doctreedir) / KERNEL_PACKAGE_FOLDER)
     # Before anything imports torch here: with a stub on PYTHONPATH, this process would get it too.
     # The build driver asks the same before it starts Sphinx; this is for sphinx-build run by hand.
     try:
@@ -118,13 +118,25 @@ def configure_execution(app: Sphinx, config: Config) -> None:
         )
 
 
-def prepare_kernels(device: str) -> Callable[[Path], dict[str, str]]:
+KERNEL_PACKAGE_FOLDER = "book-kernel-package"  # beside a build's doctrees
+
+
+def prepare_kernels(device: str, folder: Path | None = None) -> Callable[[Path], dict[str, str]]:
     """What gives each page's kernel its whole environment (:mod:`.kernel_inputs`): fixed
-    values, the kernel package staged in a folder of this build's own (the one repository
-    code on its path), and an empty home of the page's own (``home``), so that neither the
-    build's shell nor any user configuration (IPython's profile, matplotlibrc, ...) reaches
-    a page's outputs. This process's environment is left as it is."""
-    package = kernel_inputs.staged_kernel_package(kernel_inputs.temporary_folder("book-kernel-"))
+    values, the kernel package staged in ``folder`` (the one repository code on its path), and
+    an empty home of the page's own (``home``), so that neither the build's shell nor any user
+    configuration (IPython's profile, matplotlibrc, ...) reaches a page's outputs. This
+    process's environment is left as it is.
+
+    A build stages the package beside its doctrees, staged afresh by each build: a temporary
+    folder removed at exit stayed behind where the process ended without running atexit
+    (pytest-xdist's workers building in-process, a killed build). Without ``folder`` (a tool
+    executing pages outside Sphinx), a temporary folder."""
+    if folder is None:
+        folder = kernel_inputs.temporary_folder("book-kernel-")
+    else:
+        shutil.rmtree(folder, ignore_errors=True)  # nothing left of an older package
+    package = kernel_inputs.staged_kernel_package(folder)
     return functools.partial(kernel_inputs.kernel_environment, device, package=package)
 
 

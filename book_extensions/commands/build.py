@@ -64,7 +64,6 @@ import argparse
 import ctypes
 import hashlib
 import importlib.metadata
-import io
 import json
 import os
 import signal
@@ -186,22 +185,19 @@ def compile_catalogs() -> None:
     is not what it compiles to, as Sphinx does when it starts (sphinx.po) and when its builder starts (all), but
     whole or not at all: Sphinx writes a .mo in place, where a build started meanwhile (the
     tests run several) would read half of it."""
-    from babel.messages.mofile import write_mo
-    from babel.messages.pofile import read_po
+    from ..configuration.messages import compiled_catalog
 
     for po in sorted((PACKAGE / "locale").glob("*/LC_MESSAGES/*.po")):
         mo = po.with_suffix(".mo")
         # By content, not by time: a .po restored with an older time (cp -p, tar) still counts.
-        compiled = io.BytesIO()
-        with po.open(encoding="utf8") as source:
-            write_mo(compiled, read_po(source, po.parents[1].name))
-        if mo.is_file() and mo.read_bytes() == compiled.getvalue():
+        compiled = compiled_catalog(po)
+        if mo.is_file() and mo.read_bytes() == compiled:
             if mo.stat().st_mtime_ns < po.stat().st_mtime_ns:  # else Sphinx compiles it again, its own way
                 os.utime(mo)
             continue
         partial = mo.with_name(f"{mo.name}.{os.getpid()}.partial")
         try:
-            partial.write_bytes(compiled.getvalue())
+            partial.write_bytes(compiled)
             os.replace(partial, mo)
         except OSError:  # a read-only tree: Sphinx says so, in one warning
             with suppress(OSError):

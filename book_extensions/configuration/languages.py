@@ -17,7 +17,6 @@ is written by the build driver once every language is built (:mod:`..site.root_f
 
 from __future__ import annotations
 
-import io
 from dataclasses import asdict
 from html import escape
 from pathlib import Path
@@ -30,7 +29,7 @@ from sphinx.util import logging
 
 from ..paths import PACKAGE
 from ..site import search
-from .messages import CATALOG, message
+from .messages import CATALOG, compiled_catalog, message
 from .settings import Language
 
 logger = logging.getLogger(__name__)
@@ -144,21 +143,16 @@ def compile_catalogs(app: Sphinx) -> Path:
     """Compile the .po files of locale/ into the doctree folder and return it; but
     sphinx.po, which Sphinx compiles itself (conf.py's ``locale_dirs``), and book.po, which
     :mod:`.messages` reads itself."""
-    from babel.messages.mofile import write_mo
-    from babel.messages.pofile import read_po
-
     target = Path(app.doctreedir) / "book-locale"
     for po in (PACKAGE / "locale").rglob("*.po"):
         if po.stem in ("sphinx", CATALOG):
             continue
         mo = target / po.relative_to(PACKAGE / "locale").with_suffix(".mo")
         # By content, not by time: a .po restored with an older time (cp -p, tar) still counts.
-        compiled = io.BytesIO()
-        with po.open("rb") as source:
-            write_mo(compiled, read_po(source))
-        if not mo.is_file() or mo.read_bytes() != compiled.getvalue():
+        compiled = compiled_catalog(po)
+        if not mo.is_file() or mo.read_bytes() != compiled:
             mo.parent.mkdir(parents=True, exist_ok=True)
-            mo.write_bytes(compiled.getvalue())
+            mo.write_bytes(compiled)
     return target
 
 

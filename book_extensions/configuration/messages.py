@@ -13,6 +13,7 @@ from __future__ import annotations
 import gettext
 import io
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..paths import PACKAGE
@@ -118,13 +119,19 @@ def catalog(language: str | None) -> gettext.NullTranslations:
 
 @cache
 def compiled(po: str, mtime_ns: int, size: int) -> gettext.GNUTranslations:
-    """A .po compiled in memory, as a .mo file would read (fuzzy entries left out): once per
-    version of the file (its time and size are part of the key), whichever build asks."""
+    """A .po compiled in memory, as its .mo file reads: once per version of the file (its
+    time and size are part of the key), whichever build asks."""
+    return gettext.GNUTranslations(io.BytesIO(compiled_catalog(Path(po))))
+
+
+def compiled_catalog(po: Path) -> bytes:
+    """What a catalog's .mo file holds (fuzzy entries left out), compiled by babel: the one
+    compiler of the book's .po files, in memory here, into the doctrees for the theme's
+    catalog (:mod:`.languages`), beside the .po for Sphinx's (the build driver)."""
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
 
     data = io.BytesIO()
-    with open(po, "rb") as source:
-        write_mo(data, read_po(source))
-    data.seek(0)
-    return gettext.GNUTranslations(data)
+    with po.open("rb") as source:
+        write_mo(data, read_po(source, locale=po.parents[1].name))  # <locale>/LC_MESSAGES/<name>.po
+    return data.getvalue()

@@ -1,5 +1,10 @@
 """Fixtures: fixture books and the real book built, served and opened in Chromium (helpers:
-books.py, browsing.py, sweep.py, site_checks.py); and the tiers every test belongs to (pyproject.toml)."""
+books.py, browsing.py, sweep.py, site_checks.py); and the tiers every test belongs to (pyproject.toml).
+
+A fixture book that a module's tests share is a session-scoped fixture of that module, its
+tests one xdist_group: a module-scoped one is built again each time pytest-xdist runs another
+module's test between two of the module's own (the good book and the editions were built
+twice a run)."""
 
 from __future__ import annotations
 
@@ -46,8 +51,13 @@ def tier_of(item) -> str:
     return "unit"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups, and -m the tiers
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        swept = item.get_closest_marker("swept")
+        if swept is not None:  # sweep.py: one worker per language's sweeps
+            language = swept.args[0] if swept.args else item.callspec.params["language"]
+            item.add_marker(pytest.mark.xdist_group(f"sweep-{language}"))
         tier = tier_of(item)
         used = set(item.fixturenames)
         if tier in ("unit", "fixture") and "book" in used:

@@ -8,8 +8,9 @@ and every measure the browser tier takes of all pages read on that one visit.
   once loaded with its fonts; at 1280 px axe's accessibility rules run too, after the
   measures, on the search page as well.
 
-Measured once per test session and worker: every test that reads a sweep carries SWEPT,
-one xdist_group, so that one worker opens each page once per width.
+Measured once per test session and worker: every test that reads a sweep carries SWEPT, and
+conftest.py puts it in its language's xdist_group, so that one worker opens each page of a
+language once per width, and the two languages' sweeps run on two workers at once.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from browsing import visit, watched_page
 
 from book_extensions.commands.weight import PHONE, RESPONSES, Load
 
-SWEPT = pytest.mark.xdist_group("sweep")
+SWEPT = pytest.mark.swept  # reads the sweeps of its "language" parameter, or of swept(language)
 WIDTHS = (375, 900, 1280)
 PHONE_WIDTH = PHONE["width"]
 AXE_WIDTH = 1280
@@ -34,10 +35,6 @@ NOT_CHAPTERS = ("genindex.html", "search.html")
 def chapters(site: Path, language: str) -> list[str]:
     """The chapter pages of one language of the built site (``site``: the site's folder)."""
     return sorted(p.name for p in (site / language).glob("*.html") if p.name not in NOT_CHAPTERS)
-
-
-def languages(site: Path) -> list[str]:
-    return sorted({p.parent.name for p in site.glob("*/*.html")})
 
 
 @dataclass
@@ -226,11 +223,10 @@ def measure(page, language: str, visited: Visit) -> None:
     visited.measure = page.evaluate(MEASURE)
 
 
-def first_loads(browser, site: str, folder: Path) -> dict[str, tuple[Load, list[str]]]:
-    """Every page of every language (``<language>/<page>.html``) opened once at 375 px in a
+def first_loads(browser, site: str, folder: Path, language: str) -> dict[str, tuple[Load, list[str]]]:
+    """Every page of ``language`` (``<language>/<page>.html``) opened once at 375 px in a
     fresh context until the network is quiet: what it downloaded, and its problems."""
     return {f"{language}/{name}": (visited.load, visited.problems)
-            for language in languages(folder)
             for name, visited in sweep(browser, site, folder, language, PHONE_WIDTH).items()}
 
 

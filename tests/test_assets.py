@@ -171,11 +171,12 @@ BUDGET = 565 * 1024  # issue 20: a chapter's first load, uncompressed
 
 
 @SWEPT
-def test_every_page_first_loads_within_the_budget(book, browser, site):
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_page_first_loads_within_the_budget(book, browser, site, language):
     """Bytes are exact, unlike the throttled first paint that `nox -s weight` reports.
     The search page is the one that has to load the search index."""
     heavy = []
-    for name, (load, _) in first_loads(browser, site, book.site()).items():
+    for name, (load, _) in first_loads(browser, site, book.site(), language).items():
         if name.endswith("/search.html"):
             continue
         if load.bytes > BUDGET:

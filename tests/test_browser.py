@@ -17,10 +17,11 @@ pytestmark = pytest.mark.browser
 
 
 @SWEPT
-def test_every_page_loads_cleanly_and_only_from_this_site(book, browser, site):
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_page_loads_cleanly_and_only_from_this_site(book, browser, site, language):
     # Each page opened in a fresh context (nothing cached) until the network is quiet.
-    loads = first_loads(browser, site, book.site())
-    assert len(loads) >= 60
+    loads = first_loads(browser, site, book.site(), language)
+    assert len(loads) >= 30
     assert {name: problems for name, (_, problems) in loads.items() if problems} == {}
 
 
@@ -96,12 +97,13 @@ def test_no_serious_accessibility_violations(book, browser, site, language):
 
 
 @SWEPT
-def test_pages_stay_light(book, browser, site):
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_pages_stay_light(book, browser, site, language):
     # Bytes are exact, unlike timings: a budget that catches a returning 1.5 MB script.
     # The heaviest page is the Chinese search page (about 580 KB with its index); chapters
     # have their own, tighter budget in test_assets.py.
-    loads = first_loads(browser, site, book.site())
-    assert len(loads) >= 32
+    loads = first_loads(browser, site, book.site(), language)
+    assert len(loads) >= 30
     heavy = [(name, load.bytes) for name, (load, _) in loads.items() if load.bytes > 600 * 1024]
     assert heavy == []
     assert not (book.site() / "en" / "article.html").read_text(encoding="utf8").count("fontawesome.js")

@@ -181,7 +181,7 @@ def test_doctest_lines_that_wrap_hang_under_their_code(browser, site, book, lang
     assert [(name, h["line"], round(h["hang"])) for name, h in hangs if h["hang"] < 1.9 * h["ch"]] == []
 
 
-@SWEPT
+@pytest.mark.swept("zh")
 @pytest.mark.parametrize("width", ALL_WIDTHS)
 def test_no_chinese_line_starts_with_closing_punctuation(browser, site, book, width):
     found = survey(browser, site, book.site(), "zh", width)

@@ -44,7 +44,7 @@ def needs(ok: bool, what: str) -> None:
         pytest.skip(f"{what} is not installed")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once a run (conftest.py)
 def editions(tmp_path_factory):
     needs(os.path.exists(chromium_path()), "Chromium")
     needs(shutil.which("java") is not None, "Java (for EPUBCheck)")
@@ -157,7 +157,7 @@ def noto_only(folder, files: list[str]):
     return config
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once a run (conftest.py)
 def noto_pdf(editions, tmp_path_factory):
     """The Chinese PDF printed where Noto Sans CJK is the only Chinese font, as on most
     Linux desktops; beside it, the printing command's output."""

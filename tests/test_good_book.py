@@ -17,7 +17,7 @@ from book_extensions.execution.page_execution import EXECUTIONS_FILE
 pytestmark = [pytest.mark.fixture, pytest.mark.xdist_group("good-book")]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once a run (conftest.py)
 def good(tmp_path_factory):
     # West of UTC: a cached page's UTC time read as local time would look newer than the build.
     build = build_book(FIXTURES / "good" / "docs", tmp_path_factory.mktemp("good"), tz="America/New_York")

@@ -195,7 +195,7 @@ def test_this_sites_own_host_is_not_another():
     assert url_problem("https://pytorch.org/", navigation=True) is None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once a run (conftest.py)
 def remote_outputs(tmp_path_factory):
     return build_book(FIXTURES / "remote_outputs" / "docs", tmp_path_factory.mktemp("remote-outputs"),
                       "html", "--language", "en")

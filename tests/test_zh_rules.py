@@ -176,7 +176,7 @@ def test_the_chinese_catalog_reads_well():
     assert sphinx[(None, "© Copyright %(copyright)s.")] == "© %(copyright)s。"  # © is the word
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once a run (conftest.py)
 def interface(tmp_path_factory):
     build = build_book(FIXTURES / "zh_rules_interface" / "docs", tmp_path_factory.mktemp("zh-rules-interface"))
     assert build.returncode == 0, build.output

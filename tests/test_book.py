@@ -62,6 +62,7 @@ ATLAS_MESSAGES = [
     "Inplace update to inference tensor outside InferenceMode is not allowed",
     "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed",
     "you can only change requires_grad flags of leaf variables",
+    "Cannot assign non-leaf Tensor to parameter",
     "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone()",
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
     "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior",

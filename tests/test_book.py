@@ -53,6 +53,7 @@ def test_the_chinese_interface_is_chinese(book):
 ATLAS_MESSAGES = [
     "one of the variables needed for gradient computation has been modified by an inplace operation",
     "element 0 of tensors does not require grad and does not have a grad_fn",
+    "optimizer got an empty parameter list",
     "Can't call numpy() on Tensor that requires grad",
     "a leaf Variable that requires grad is being used in an in-place operation",
     "a view of a leaf Variable that requires grad is being used in an in-place operation",
@@ -63,6 +64,7 @@ ATLAS_MESSAGES = [
     "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed",
     "you can only change requires_grad flags of leaf variables",
     "Cannot assign non-leaf Tensor to parameter",
+    "functions with out=... arguments don't support automatic differentiation",
     "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone()",
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
     "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior",

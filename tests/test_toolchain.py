@@ -150,3 +150,29 @@ def test_an_update_waits_for_a_build_running_on_the_environment(fake_toolchain):
     second.join(timeout=120)
     assert not second.is_alive()
     assert "bookextra" in installed(env)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("tool", ["determinism", "releases record"])
+def test_tools_that_execute_pages_hold_the_environment_as_a_build_does(tool, monkeypatch, capsys, tmp_path):
+    from book_extensions.commands import determinism
+    from book_extensions.records import release_records
+
+    main = {"determinism": determinism.main, "releases record": release_records.main}[tool]
+    args = ["record"] if tool == "releases record" else []
+    # A session updating the environment: refused in one line, before a page executes.
+    busy = toolchain.ToolchainError(".toolchain/torch-2.15.0/ is being created or updated by another session")
+    monkeypatch.setattr(toolchain, "hold_shared", lambda prefix=None: (_ for _ in ()).throw(busy))
+    executed = []
+    monkeypatch.setattr(determinism, "check", lambda *a: executed.append(a) or (0, []))
+    monkeypatch.setattr(release_records, "record", lambda *a: executed.append(a))
+    assert main(args) == 2 and executed == []
+    assert capsys.readouterr().err == f"error: {busy}\n"
+    # Otherwise the lock is held while the pages execute, and let go after.
+    held = os.open(tmp_path / "lock", os.O_RDONLY | os.O_CREAT)
+    monkeypatch.setattr(toolchain, "hold_shared", lambda prefix=None: held)
+    monkeypatch.setattr(determinism, "check", lambda *a: (os.fstat(held), executed.append(a))[0] and (0, []))
+    monkeypatch.setattr(release_records, "record", lambda *a: (os.fstat(held), executed.append(a)))
+    assert main(args) == 0 and len(executed) == 1
+    with pytest.raises(OSError):
+        os.fstat(held)  # closed once the tool is done

@@ -63,12 +63,14 @@ from __future__ import annotations
 import argparse
 import ctypes
 import hashlib
+import importlib
 import importlib.metadata
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from contextlib import suppress
 from dataclasses import asdict
@@ -532,6 +534,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         publish.recover(device_dir)
         # The kernel's torch and Python, not this process's, name the cache and the pages.
+        # While the probe runs, jupyter-cache (SQLAlchemy: a second) is imported for the cache's check.
+        importing = threading.Thread(target=imported, args=("jupyter_cache.cache.main",), daemon=True)
+        importing.start()
         try:
             kernel = check_kernel()
         except KernelMismatch as error:
@@ -547,6 +552,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for lock in locks:  # the build's processes are gone by now: they held them too
             os.close(lock)
+
+
+def imported(module: str) -> None:
+    """Import ``module`` ahead of its use (in a thread); a failure is its user's to report."""
+    with suppress(ImportError):
+        importlib.import_module(module)
 
 
 def record_published(args: argparse.Namespace, kernel) -> int:

@@ -35,6 +35,7 @@ from ..execution.cache_key import cache_dir
 from ..paths import ROOT, shown
 from ..records import cell_records, release_changes
 from ..records.release_records import execute_missing
+from .toolchain import ToolchainError, environment_held
 
 
 def differences(first: dict, second: dict, docs: Path, ran: dict[str, tuple[str, str]] | None = None) -> list[str]:
@@ -137,8 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     timeout = read(ROOT).nb_execution_timeout
     try:
-        cells, found = check(args.docs, args.cache_root, timeout, args.jobs)
-    except (release_changes.ReleasesError, cell_records.RecordError, cell_records.UncomparableOutput) as error:
+        with environment_held():
+            cells, found = check(args.docs, args.cache_root, timeout, args.jobs)
+    except (release_changes.ReleasesError, cell_records.RecordError, cell_records.UncomparableOutput,
+            ToolchainError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     for line in found:

@@ -151,6 +151,18 @@ def hold_shared(prefix: Path | None = None) -> int | None:
     return fd
 
 
+@contextmanager
+def environment_held():
+    """:func:`hold_shared` for a with block: a tool that executes pages in its own process
+    (determinism, releases record) keeps the environment from being updated under it."""
+    fd = hold_shared()
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 KEPT = {"pip", "setuptools", "wheel"}  # the environment's own tools, pinned or not
 
 

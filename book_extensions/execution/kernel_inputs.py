@@ -53,6 +53,9 @@ FIXED_ENVIRONMENT = {
     "PYTHONIOENCODING": "utf-8",
     "PYTHONNOUSERSITE": "1",  # the user's ~/.local packages
     "JUPYTER_NO_CONFIG": "1",  # jupyter's config folders, the system's too (ipykernel's config)
+    # torch.compile compiles in this process: older releases (2.7.1) start a pool of compile
+    # workers that outlives the cell, which the page would then be blamed for.
+    "TORCHINDUCTOR_COMPILE_THREADS": "1",
 }
 # Set per page to folders of an empty home made for that page (:func:`kernel_environment`):
 # no user configuration of IPython, matplotlib (matplotlibrc, styles), torch or numpy is read.

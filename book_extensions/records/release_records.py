@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..commands.toolchain import ToolchainError, environment_held
 from ..configuration.settings import read, reference_language
 from ..paths import ROOT
 from . import cell_records
@@ -146,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "record":
-            record(args.results, args.docs, args.cache_root)
+            with environment_held():
+                record(args.results, args.docs, args.cache_root)
             return 0
         if args.command == "check":
             from ..commands.toolchain import pinned_torch
@@ -160,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             releases = list(recorded(args.results, listed(args.releases)))
             pairs = list(zip(releases, releases[1:]))
         total = report_changes(args.results, args.docs, pairs)
-    except (ReleasesError, cell_records.RecordError, cell_records.UncomparableOutput) as error:
+    except (ReleasesError, cell_records.RecordError, cell_records.UncomparableOutput, ToolchainError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     # Comparing two named releases is the check before a torch upgrade: any change fails it.

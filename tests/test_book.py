@@ -74,6 +74,7 @@ ATLAS_MESSAGES = [
     "Recomputed values for the following tensors",  # the cell wraps the rest of the message
     "unscale_() has already been called on this optimizer since the last update()",
     "No inf checks were recorded for this optimizer",
+    "No inf checks were recorded prior to update",
     "would mutate a captured Tensor",
     "Function 'SqrtBackward0' returned nan values in its 0th output",
     "Expected to mark a variable ready only once",

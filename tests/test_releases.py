@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from books import FIXTURES, assert_reported, build_book
+from books import FIXTURES, ROOT, assert_reported, build_book
 from bs4 import BeautifulSoup
 
 from book_extensions.checks.prose import literal_versions
@@ -257,3 +257,20 @@ def test_a_figure_drawn_differently_by_another_release_is_a_change(tmp_path):
     older = run("--from", "2.14.0", "--to", "2.15.0")
     assert older.returncode == 0, older.stdout + older.stderr
     assert "note: only text compared: the record of torch 2.14.0 predates the digests" in older.stdout
+
+
+@pytest.mark.unit
+def test_releases_behind_by_the_same_cells_are_one_sentence_in_either_language():
+    from types import SimpleNamespace
+
+    from book_extensions.configuration.settings import book_languages
+    from book_extensions.records.release_changes import unrecorded_sentences
+
+    behind = {"2.7.1": 6, "2.9.1": 6, "2.11.0": 0, "2.13.0": 1}
+    english = SimpleNamespace(language="en", book_languages=book_languages(ROOT))
+    assert unrecorded_sentences(english, behind) == [
+        "Not yet run on torch 2.7.1 and 2.9.1: 6 cells changed since the last record.",
+        "Not yet run on torch 2.13.0: 1 cell changed since the last record."]
+    chinese = SimpleNamespace(language="zh_CN", book_languages=book_languages(ROOT))
+    assert unrecorded_sentences(chinese, {"2.7.1": 1}) == ["有 1 个代码单元在 torch 2.7.1 的上次记录之后改动过，尚未重新运行。"]
+    assert unrecorded_sentences(english, {"2.7.1": 0}) == []

@@ -315,12 +315,21 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
     for cells, which in groups.items():
         key = "releases_differ_one" if len(cells) == 1 else "releases_differ"
         sentences.append(message(app.config, key).format(releases=join(app.config, which), count=len(cells)))
-    for release in others:
-        if unrecorded[release]:
-            sentences.append(message(app.config, "releases_unrecorded").format(
-                release=release, count=unrecorded[release]))
+    sentences += unrecorded_sentences(app.config, {release: unrecorded[release] for release in others})
     separator = current_language(app.config).sentence_separator
     return [nodes.Text(separator + separator.join(sentences))]
+
+
+def unrecorded_sentences(config, unrecorded: dict[str, int]) -> list[str]:
+    """The releases whose records predate some cells of the page (release: how many), one
+    sentence per count: five releases behind by the same cells are one sentence, not five."""
+    groups: dict[int, list[str]] = {}
+    for release, count in unrecorded.items():
+        if count:
+            groups.setdefault(count, []).append(release)
+    return [message(config, "releases_unrecorded_one" if count == 1 else "releases_unrecorded").format(
+                releases=join(config, which), count=count)
+            for count, which in groups.items()]
 
 
 def join(config, items: list[str]) -> str:

@@ -105,7 +105,8 @@ def output_dir(out: Path, device: str, builder: str, code: str) -> Path:
     return out / device / (publish.WORK if builder == "html" else builder) / code
 
 
-def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool = False) -> list[str]:
+def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool = False,
+                   turn: ReadingTurn | None = None) -> list[str]:
     code = language.code
     return [
         sys.executable, "-m", "sphinx",
@@ -115,6 +116,7 @@ def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool 
         "-D", f"language={language.sphinx}",
         "-D", f"book_device={args.device}",
         "-D", f"book_cache_root={args.cache_root}",
+        *(turn.overrides() if turn is not None else ()),
         "-W", "-j", args.jobs, *(["-q"] if args.quiet else []), *(["-E"] if fresh else []),
         str(docs / code),
         str(output_dir(out, args.device, args.builder, code)),
@@ -348,10 +350,8 @@ class Stop:
 def run_sphinx(command: list[str], stop: Stop, turn: ReadingTurn | None = None) -> int:
     """Sphinx's exit status; it runs in a session of its own, so that a signal reaches all of
     it (its parallel readers too) through the driver, which waits for it to be gone."""
-    fds, env = stop.locks, None
-    if turn is not None:
-        fds, env = (*fds, *turn.fds()), {**os.environ, **turn.environment()}
-    child = subprocess.Popen(command, start_new_session=True, pass_fds=fds, env=env,
+    fds = (*stop.locks, *(turn.fds() if turn is not None else ()))
+    child = subprocess.Popen(command, start_new_session=True, pass_fds=fds,
                              preexec_fn=lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM))  # the driver killed
     if turn is not None:
         turn.handed_over()
@@ -378,9 +378,9 @@ class ReadingTurn:
     language's Sphinx holds its turn, a lock the driver takes before any of them starts,
     until it has read its pages; it waits for the turn before its own to be given up (the
     previous language read, failed or was unchanged) before it reads
-    (:func:`..execution.page_execution.wait_for_reading_turn`)."""
-
-    ENV_HELD, ENV_AFTER = "BOOK_READING_TURN_FD", "BOOK_READING_AFTER"
+    (:func:`..execution.page_execution.wait_for_reading_turn`). Sphinx is told both through
+    settings (configuration/settings.py's ``book_reading_turn_fd`` and ``book_reading_after``),
+    passed with -D: :meth:`settings`."""
 
     def __init__(self, path: Path, after: Path | None) -> None:
         import fcntl
@@ -392,9 +392,14 @@ class ReadingTurn:
     def fds(self) -> tuple[int, ...]:
         return () if self.fd is None else (self.fd,)
 
-    def environment(self) -> dict[str, str]:
-        env = {self.ENV_HELD: str(self.fd)} if self.fd is not None else {}
-        return env | ({self.ENV_AFTER: str(self.after)} if self.after else {})
+    def settings(self) -> dict[str, str]:
+        """The settings that tell Sphinx its turn: the lock it holds (this descriptor, passed
+        to it), and the lock file of the language before it ("": none)."""
+        return {"book_reading_turn_fd": "" if self.fd is None else str(self.fd),
+                "book_reading_after": "" if self.after is None else str(self.after)}
+
+    def overrides(self) -> list[str]:
+        return [argument for name, value in self.settings().items() for argument in ("-D", f"{name}={value}")]
 
     def handed_over(self) -> None:
         """Sphinx holds the lock now (the same open file): it ends with its reading, or its life."""
@@ -622,7 +627,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop,
         publish.remove(work)
     if stop.signum is not None:
         return "stopped", None
-    returncode = run_sphinx(sphinx_command(args, language, args.docs, args.out, fresh), stop, turn)
+    returncode = run_sphinx(sphinx_command(args, language, args.docs, args.out, fresh, turn), stop, turn)
     left = end_leftovers() if turn is None else []
     if stop.signum is not None:
         return "stopped", None

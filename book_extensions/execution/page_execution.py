@@ -229,7 +229,7 @@ def reread_pages_with_problems(app: Sphinx, env, added, changed, removed) -> lis
 def wait_for_reading_turn(app: Sphinx, env, docnames: list[str]) -> None:
     """With the languages built at once, the language before this one reads (and executes)
     first: this one then takes those outputs from the cache (commands/build.ReadingTurn)."""
-    after = os.environ.get("BOOK_READING_AFTER")
+    after = app.config.book_reading_after
     if after:
         fd = os.open(after, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -239,7 +239,7 @@ def wait_for_reading_turn(app: Sphinx, env, docnames: list[str]) -> None:
 
 
 def end_reading_turn(app: Sphinx, env) -> None:
-    held = os.environ.get("BOOK_READING_TURN_FD")
+    held = app.config.book_reading_turn_fd
     if held and not getattr(app, "book_reading_turn_ended", False):
         app.book_reading_turn_ended = True  # once: the descriptor's number may be reused after
         with suppress(OSError):

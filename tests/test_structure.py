@@ -105,8 +105,8 @@ def test_the_steps_after_a_build_are_declared_in_one_place():
     assert connecting == ["book_extensions/site/post_build.py"]
     names = [step.name for step in post_build.STEPS]
     # The inline CSS comes from the trimmed sheets; the last check sees every file written.
-    assert names.index("asset_trimming.trim_build") < names.index("first_paint.build_finished")
+    assert names.index("asset_trimming.trim_build") < names.index("first_paint.inline_first_paint")
     assert names[-1] == "leaked_paths.check_build"
     # The remote-loads check reads the pages as published (after the first paint rewrote them),
     # so that the pages it found clean stay so until they change.
-    assert names.index("first_paint.build_finished") < names.index("remote_loads.check_build")
+    assert names.index("first_paint.inline_first_paint") < names.index("remote_loads.check_build")

@@ -184,7 +184,7 @@ def input_problems(args: argparse.Namespace) -> list[str]:
     return input_files.problems(args.confdir, args.docs, args.sphinx_args)
 
 
-def compile_catalogs() -> None:
+def compile_sphinx_catalogs() -> None:
     """Compile each .po of the book's catalogs (conf.py's ``locale_dirs``) whose .mo beside it
     is not what it compiles to, as Sphinx does when it starts (sphinx.po) and when its builder starts (all), but
     whole or not at all: Sphinx writes a .mo in place, where a build started meanwhile (the
@@ -213,7 +213,7 @@ def compile_catalogs() -> None:
 def add_files(digest, folder: Path, pattern: str = "**/*") -> None:
     """Each file's path (relative to ``folder``) and its content."""
     for path in sorted(folder.glob(pattern)):
-        # A .mo is compiled from the .po beside it (compile_catalogs), which counts.
+        # A .mo is compiled from the .po beside it (compile_sphinx_catalogs), which counts.
         if path.is_file() and "__pycache__" not in path.parts and ".mo" not in path.suffixes:
             digest.update(f"{path.relative_to(folder)}\0".encode())
             digest.update(hashlib.sha256(path.read_bytes()).digest())
@@ -242,7 +242,7 @@ def code_digest(args: argparse.Namespace, language: Language) -> str:
     return digest.hexdigest()
 
 
-def inputs_digest(args: argparse.Namespace, code_digest: str) -> str:
+def site_inputs_digest(args: argparse.Namespace, code_digest: str) -> str:
     """Everything an html build reads: when it is unchanged, so is the site it makes."""
     digest = hashlib.sha256(f"{code_digest} {args.builder}\0".encode())
     add_files(digest, args.docs)  # every language: a language is compared with the reference one
@@ -551,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2
-        compile_catalogs()
+        compile_sphinx_catalogs()
         status = with_signals_passed_on(args, languages, locks)
         return status or record_published(args, kernel)
     finally:
@@ -606,7 +606,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop,
     doctrees = args.out / args.device / "doctrees" / code
     note = read_note(doctrees)
     trusted = code_digest(args, language)
-    inputs = inputs_digest(args, trusted) if args.builder == "html" else None
+    inputs = site_inputs_digest(args, trusted) if args.builder == "html" else None
     site = args.out / args.device / "html"
     work = output_dir(args.out, args.device, args.builder, code)
     # The site as published must still be whole: a file deleted from it is published again.

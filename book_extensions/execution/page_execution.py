@@ -49,7 +49,7 @@ from ..editions import offline_builders
 from ..records import release_changes
 from ..site.device_page import device_name
 from . import kernel_inputs, page_state, runner
-from .cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
+from .cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, torch_version, unreadable_cache
 from .cell_checks import check_cells, clean_outputs
 from .notebook_downloads import write_notebook
 
@@ -57,17 +57,9 @@ logger = logging.getLogger(__name__)
 
 DEVICES = ("cpu", "cuda")
 
-# The pages' kernel runs the toolchain's Python and torch: configure_execution() refuses a
-# build whose kernel runs any other (check_kernel), so nothing about it is kept per build.
-
-def torch_version() -> str:
-    """The torch the pages' kernel imports (the toolchain's, which a build checks)."""
-    return toolchain().torch
-
-
-def python_version() -> str:
-    """The Python the pages' kernel runs (the toolchain's, which a build checks)."""
-    return toolchain().python
+# The pages' kernel runs the toolchain's Python and torch (cache_key.toolchain, torch_version):
+# configure_execution() refuses a build whose kernel runs any other (check_kernel), so nothing
+# about it is kept per build.
 
 
 def cache_path(config: Config) -> Path:

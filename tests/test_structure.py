@@ -163,3 +163,12 @@ def test_the_check_sees_a_module_left_unnamed(tmp_path):
     assert unnamed_modules(stage.parent, contributing) == []
     (stage / "writes.py").write_text("", encoding="utf8")
     assert unnamed_modules(stage.parent, contributing) == ["kernel/__init__.py: writes", "CONTRIBUTING.md: kernel/writes"]
+
+
+def test_what_a_bare_nox_runs_is_said_where_the_sessions_are_listed():
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf8")
+    sessions = ast.literal_eval(re.search(r"^nox\.options\.sessions = (\[.*?\])", noxfile, re.M).group(1))
+    said = " and ".join(f"``{name}``" for name in sessions)
+    assert f"A bare ``nox`` runs {said}" in ast.get_docstring(ast.parse(noxfile))
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf8")
+    assert f"A bare `nox` runs {said.replace('``', '`')}" in contributing

@@ -11,7 +11,9 @@
     nox -s lint        ruff on the book's own code
     nox -s linkcheck   every external link of both languages (needs the network)
     nox -s determinism execute every page a second time; fails on any output that changed
-    nox -s compare     compare results/cpu.json with results/cuda.json; fails on behaviour
+    nox -s compare     compare results/cuda.json with the CPU record of its torch release
+                       (results/cpu-torch-<release>.json when recorded, else results/cpu.json);
+                       fails on behaviour
     nox -s wheelhouse  the wheels .ci/gpu-check needs and the GPU machine lacks, into
                        wheelhouse/py<XY>/ (``-- --python 3.11``: for the rehearsal here)
     nox -s versions    execute the book under each release of torch-releases.txt, record
@@ -23,6 +25,7 @@
     nox -s lighthouse  Lighthouse's scores (mobile preset) of every page, served compressed like
                        GitHub Pages; fails below 100 in accessibility, best practices or SEO
 
+A bare ``nox`` runs ``tests`` and ``doctest`` (``nox.options.sessions`` below).
 Each session runs verbs of the book's one command, ``python -m book_extensions <verb>``:
 ``python -m book_extensions --help`` lists every verb, ``<verb> --help`` gives its arguments.
 Without nox installed, ``python3 noxfile.py -s docs`` installs it first (see below).
@@ -57,7 +60,7 @@ from book_extensions.commands import toolchain  # noqa: E402  (standard library 
 from book_extensions.records import release_list  # noqa: E402  (standard library only)
 
 nox.needs_version = f">={NOX_VERSION}"
-nox.options.sessions = ["tests", "doctest"]
+nox.options.sessions = ["tests", "doctest"]  # a bare `nox` (the docstring says so)
 nox.options.default_venv_backend = "none"
 
 BUILD = ["-m", "book_extensions", "build"]
@@ -101,7 +104,7 @@ def doctest(session: nox.Session) -> None:
 
 @nox.session
 def compare(session: nox.Session) -> None:
-    """Compare the recorded CPU and CUDA outputs cell by cell."""
+    """Compare the recorded CUDA outputs with the CPU record of the same torch release, cell by cell."""
     python(session, environment(session), "-m", "book_extensions", "records", "compare")
 
 

@@ -120,7 +120,7 @@ def test_the_glossary_shows_the_term_list_in_both_languages(book):
 
 
 def test_the_provenance_page_names_the_toolchain_and_every_page(book):
-    from book_extensions.execution.page_execution import torch_version
+    from book_extensions.execution.cache_key import torch_version
 
     for language, executed_word in (("en", "in this build"), ("zh", "本次构建")):
         page = (book.site() / language / "provenance.html").read_text(encoding="utf8")

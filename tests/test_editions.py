@@ -277,7 +277,7 @@ def test_the_radical_table_names_radicals_and_strokes_and_unified_ideographs():
 
 @pytest.mark.parametrize("code", ["en", "zh"])
 def test_the_pdf_has_a_title_page_bookmarks_and_working_links(editions, code):
-    from book_extensions.execution.page_execution import torch_version
+    from book_extensions.execution.cache_key import torch_version
 
     build, _ = editions
     reader = PdfReader(edition(build, code, "pdf"))

@@ -85,7 +85,7 @@ def test_a_second_execution_prints_the_same(good):
 
 
 def test_every_page_states_its_provenance(good):
-    from book_extensions.execution.page_execution import torch_version
+    from book_extensions.execution.cache_key import torch_version
 
     for language, words in (("en", "Outputs on this page were produced by torch"), ("zh", "本页输出是在 CPU 上用 torch")):
         for page in ("index.html", "second.html"):

@@ -12,7 +12,7 @@ from bs4 import BeautifulSoup
 
 from book_extensions.checks.prose import literal_versions
 from book_extensions.commands import toolchain
-from book_extensions.execution.page_execution import torch_version
+from book_extensions.execution.cache_key import torch_version
 from book_extensions.records import cell_records, release_changes, release_list
 
 # --- the list of releases ----------------------------------------------------

@@ -4,10 +4,11 @@ inside functions count: they are the same dependency, only later), and a stage's
 imports nothing of its own (importing one of its modules imports no other)."""
 
 import ast
+import re
 from pathlib import Path
 
 import networkx
-from books import PACKAGE
+from books import PACKAGE, ROOT
 
 # The command-line layer: the tools of commands/, and the two that live beside the stage they
 # drive (the offline editions' PDF and EPUB, the records under other torch releases).
@@ -105,8 +106,69 @@ def test_the_steps_after_a_build_are_declared_in_one_place():
     assert connecting == ["book_extensions/site/post_build.py"]
     names = [step.name for step in post_build.STEPS]
     # The inline CSS comes from the trimmed sheets; the last check sees every file written.
-    assert names.index("asset_trimming.trim_build") < names.index("first_paint.build_finished")
+    assert names.index("asset_trimming.trim_build") < names.index("first_paint.inline_first_paint")
     assert names[-1] == "leaked_paths.check_build"
     # The remote-loads check reads the pages as published (after the first paint rewrote them),
     # so that the pages it found clean stay so until they change.
-    assert names.index("first_paint.build_finished") < names.index("remote_loads.check_build")
+    assert names.index("first_paint.inline_first_paint") < names.index("remote_loads.check_build")
+
+
+def stages(root: Path = PACKAGE) -> dict[str, list[str]]:
+    """Each stage's folder and the modules in it (its __init__ aside)."""
+    return {folder.name: sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+            for folder in sorted(root.iterdir()) if (folder / "__init__.py").is_file()}
+
+
+def layout_entries(contributing: str) -> dict[str, str]:
+    """CONTRIBUTING.md's layout block: each stage's entry (``  <stage>/`` and the lines under it)."""
+    block = contributing.split("## Layout", 1)[1].split("```", 2)[1]
+    entries, current = {}, None
+    for line in block.splitlines():
+        match = re.match(r"  (\w+)/ ", line)
+        if match:
+            current = match.group(1)
+            entries[current] = line
+        elif current and re.match(r" {5,}\S", line):
+            entries[current] += "\n" + line
+        else:
+            current = None
+    return entries
+
+
+def unnamed_modules(root: Path, contributing: str) -> list[str]:
+    """The modules that their stage's __init__ docstring (as :mod:`.name`) or CONTRIBUTING.md's
+    layout block (as a word, in the stage's entry) does not name."""
+    entries = layout_entries(contributing)
+    missing = []
+    for stage, modules in stages(root).items():
+        docstring = ast.get_docstring(ast.parse((root / stage / "__init__.py").read_text(encoding="utf8"))) or ""
+        for module in modules:
+            if f":mod:`.{module}`" not in docstring:
+                missing.append(f"{stage}/__init__.py: {module}")
+            if not re.search(rf"\b{module}\b", entries.get(stage, "")):
+                missing.append(f"CONTRIBUTING.md: {stage}/{module}")
+    return missing
+
+
+def test_every_module_is_named_where_its_stage_is_described():
+    assert unnamed_modules(PACKAGE, (ROOT / "CONTRIBUTING.md").read_text(encoding="utf8")) == []
+
+
+def test_the_check_sees_a_module_left_unnamed(tmp_path):
+    stage = tmp_path / "book_extensions" / "kernel"
+    stage.mkdir(parents=True)
+    (stage / "__init__.py").write_text('"""- :mod:`.startup`: the startup file."""\n', encoding="utf8")
+    (stage / "startup.py").write_text("", encoding="utf8")
+    contributing = "## Layout\n\n```\n  kernel/            code run in kernels (startup)\n  site/  the site\n```\n"
+    assert unnamed_modules(stage.parent, contributing) == []
+    (stage / "writes.py").write_text("", encoding="utf8")
+    assert unnamed_modules(stage.parent, contributing) == ["kernel/__init__.py: writes", "CONTRIBUTING.md: kernel/writes"]
+
+
+def test_what_a_bare_nox_runs_is_said_where_the_sessions_are_listed():
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf8")
+    sessions = ast.literal_eval(re.search(r"^nox\.options\.sessions = (\[.*?\])", noxfile, re.M).group(1))
+    said = " and ".join(f"``{name}``" for name in sessions)
+    assert f"A bare ``nox`` runs {said}" in ast.get_docstring(ast.parse(noxfile))
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf8")
+    assert f"A bare `nox` runs {said.replace('``', '`')}" in contributing

@@ -199,13 +199,13 @@ def test_a_compiled_catalog_that_is_not_its_po_is_compiled_again_whatever_its_ti
 
     from book_extensions.configuration import languages
 
-    catalogs = languages.compile_catalogs(SimpleNamespace(doctreedir=str(tmp_path)))
+    catalogs = languages.compile_theme_catalogs(SimpleNamespace(doctreedir=str(tmp_path)))
     compiled = sorted(catalogs.rglob("*.mo"))
     assert compiled
     good = compiled[0].read_bytes()
     compiled[0].write_bytes(b"stale")
     os.utime(compiled[0], (4_000_000_000, 4_000_000_000))  # newer than any .po
-    languages.compile_catalogs(SimpleNamespace(doctreedir=str(tmp_path)))
+    languages.compile_theme_catalogs(SimpleNamespace(doctreedir=str(tmp_path)))
     assert compiled[0].read_bytes() == good
 
 
@@ -220,10 +220,10 @@ def test_a_compiled_catalog_older_than_its_po_is_dated_anew_so_sphinx_leaves_it(
 
     shutil.copytree(PACKAGE / "locale", tmp_path / "locale")
     monkeypatch.setattr(build, "PACKAGE", tmp_path)
-    build.compile_catalogs()
+    build.compile_sphinx_catalogs()
     po = next((tmp_path / "locale").glob("*/LC_MESSAGES/book.po"))
     mo = po.with_suffix(".mo")
     compiled = mo.read_bytes()
     os.utime(mo, (1_000_000_000, 1_000_000_000))  # as a checkout leaves it: the .po newer
-    build.compile_catalogs()
+    build.compile_sphinx_catalogs()
     assert mo.read_bytes() == compiled and mo.stat().st_mtime_ns >= po.stat().st_mtime_ns

@@ -25,9 +25,6 @@ from ..execution import page_state
 
 logger = logging.getLogger(__name__)
 
-# Pages whose front matter is not YAML (reported once, not again as "not a MyST notebook").
-bad_front_matter: set[str] = set()
-
 # ```{code-cell} <language>: pages run in a Python kernel.
 CODE_CELL = re.compile(r"^(?:`{3,}|~{3,})\{code-cell\}[ \t]*(\S*)", re.M)
 PYTHON_CELLS = {"", "ipython3", "ipython", "python3", "python"}
@@ -71,7 +68,7 @@ def refuse_page_execution_settings(app: Sphinx, docname: str, source: list[str])
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         logger.warning(f"the front matter is not valid YAML: {problem} (line {line})",
                        location=(docname, line), type="book", subtype="front_matter")
-        bad_front_matter.add(docname)
+        page_state.of(app.env, docname).bad_front_matter = True  # not again as "not a MyST notebook"
         return
     refused = [key for key in PAGE_EXECUTION_KEYS if isinstance(front, dict) and key in front]
     if not refused:
@@ -117,8 +114,9 @@ def refuse_other_formats(app: Sphinx, doctree: nodes.document) -> None:
     # As Sphinx read it: without a byte-order mark (refused above, once).
     if source.suffix != ".md" or is_myst_markdown_notebook(source.read_text(encoding="utf-8-sig")):
         return
-    page_state.of(env).problems = 1
-    if env.docname in bad_front_matter:
+    state = page_state.of(env)
+    state.problems = 1
+    if state.bad_front_matter:
         return  # said already, as what is wrong with it
     logger.warning("not a MyST notebook: every page starts with front matter that has "
                    "'file_format: mystnb' and a kernelspec", location=env.docname,

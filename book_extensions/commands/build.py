@@ -105,7 +105,8 @@ def output_dir(out: Path, device: str, builder: str, code: str) -> Path:
     return out / device / (publish.WORK if builder == "html" else builder) / code
 
 
-def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool = False) -> list[str]:
+def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool = False,
+                   turn: ReadingTurn | None = None) -> list[str]:
     code = language.code
     return [
         sys.executable, "-m", "sphinx",
@@ -115,6 +116,7 @@ def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool 
         "-D", f"language={language.sphinx}",
         "-D", f"book_device={args.device}",
         "-D", f"book_cache_root={args.cache_root}",
+        *(turn.overrides() if turn is not None else ()),
         "-W", "-j", args.jobs, *(["-q"] if args.quiet else []), *(["-E"] if fresh else []),
         str(docs / code),
         str(output_dir(out, args.device, args.builder, code)),
@@ -182,7 +184,7 @@ def input_problems(args: argparse.Namespace) -> list[str]:
     return input_files.problems(args.confdir, args.docs, args.sphinx_args)
 
 
-def compile_catalogs() -> None:
+def compile_sphinx_catalogs() -> None:
     """Compile each .po of the book's catalogs (conf.py's ``locale_dirs``) whose .mo beside it
     is not what it compiles to, as Sphinx does when it starts (sphinx.po) and when its builder starts (all), but
     whole or not at all: Sphinx writes a .mo in place, where a build started meanwhile (the
@@ -211,7 +213,7 @@ def compile_catalogs() -> None:
 def add_files(digest, folder: Path, pattern: str = "**/*") -> None:
     """Each file's path (relative to ``folder``) and its content."""
     for path in sorted(folder.glob(pattern)):
-        # A .mo is compiled from the .po beside it (compile_catalogs), which counts.
+        # A .mo is compiled from the .po beside it (compile_sphinx_catalogs), which counts.
         if path.is_file() and "__pycache__" not in path.parts and ".mo" not in path.suffixes:
             digest.update(f"{path.relative_to(folder)}\0".encode())
             digest.update(hashlib.sha256(path.read_bytes()).digest())
@@ -240,7 +242,7 @@ def code_digest(args: argparse.Namespace, language: Language) -> str:
     return digest.hexdigest()
 
 
-def inputs_digest(args: argparse.Namespace, code_digest: str) -> str:
+def site_inputs_digest(args: argparse.Namespace, code_digest: str) -> str:
     """Everything an html build reads: when it is unchanged, so is the site it makes."""
     digest = hashlib.sha256(f"{code_digest} {args.builder}\0".encode())
     add_files(digest, args.docs)  # every language: a language is compared with the reference one
@@ -348,10 +350,8 @@ class Stop:
 def run_sphinx(command: list[str], stop: Stop, turn: ReadingTurn | None = None) -> int:
     """Sphinx's exit status; it runs in a session of its own, so that a signal reaches all of
     it (its parallel readers too) through the driver, which waits for it to be gone."""
-    fds, env = stop.locks, None
-    if turn is not None:
-        fds, env = (*fds, *turn.fds()), {**os.environ, **turn.environment()}
-    child = subprocess.Popen(command, start_new_session=True, pass_fds=fds, env=env,
+    fds = (*stop.locks, *(turn.fds() if turn is not None else ()))
+    child = subprocess.Popen(command, start_new_session=True, pass_fds=fds,
                              preexec_fn=lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM))  # the driver killed
     if turn is not None:
         turn.handed_over()
@@ -378,9 +378,9 @@ class ReadingTurn:
     language's Sphinx holds its turn, a lock the driver takes before any of them starts,
     until it has read its pages; it waits for the turn before its own to be given up (the
     previous language read, failed or was unchanged) before it reads
-    (:func:`..execution.page_execution.wait_for_reading_turn`)."""
-
-    ENV_HELD, ENV_AFTER = "BOOK_READING_TURN_FD", "BOOK_READING_AFTER"
+    (:func:`..execution.page_execution.wait_for_reading_turn`). Sphinx is told both through
+    settings (configuration/settings.py's ``book_reading_turn_fd`` and ``book_reading_after``),
+    passed with -D: :meth:`settings`."""
 
     def __init__(self, path: Path, after: Path | None) -> None:
         import fcntl
@@ -392,9 +392,14 @@ class ReadingTurn:
     def fds(self) -> tuple[int, ...]:
         return () if self.fd is None else (self.fd,)
 
-    def environment(self) -> dict[str, str]:
-        env = {self.ENV_HELD: str(self.fd)} if self.fd is not None else {}
-        return env | ({self.ENV_AFTER: str(self.after)} if self.after else {})
+    def settings(self) -> dict[str, str]:
+        """The settings that tell Sphinx its turn: the lock it holds (this descriptor, passed
+        to it), and the lock file of the language before it ("": none)."""
+        return {"book_reading_turn_fd": "" if self.fd is None else str(self.fd),
+                "book_reading_after": "" if self.after is None else str(self.after)}
+
+    def overrides(self) -> list[str]:
+        return [argument for name, value in self.settings().items() for argument in ("-D", f"{name}={value}")]
 
     def handed_over(self) -> None:
         """Sphinx holds the lock now (the same open file): it ends with its reading, or its life."""
@@ -546,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2
-        compile_catalogs()
+        compile_sphinx_catalogs()
         status = with_signals_passed_on(args, languages, locks)
         return status or record_published(args, kernel)
     finally:
@@ -601,7 +606,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop,
     doctrees = args.out / args.device / "doctrees" / code
     note = read_note(doctrees)
     trusted = code_digest(args, language)
-    inputs = inputs_digest(args, trusted) if args.builder == "html" else None
+    inputs = site_inputs_digest(args, trusted) if args.builder == "html" else None
     site = args.out / args.device / "html"
     work = output_dir(args.out, args.device, args.builder, code)
     # The site as published must still be whole: a file deleted from it is published again.
@@ -622,7 +627,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop,
         publish.remove(work)
     if stop.signum is not None:
         return "stopped", None
-    returncode = run_sphinx(sphinx_command(args, language, args.docs, args.out, fresh), stop, turn)
+    returncode = run_sphinx(sphinx_command(args, language, args.docs, args.out, fresh, turn), stop, turn)
     left = end_leftovers() if turn is None else []
     if stop.signum is not None:
         return "stopped", None

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from ..paths import ROOT
-from .build import book_languages, compile_catalogs, hold_build_locks, sphinx_command, start_problems
+from .build import book_languages, compile_sphinx_catalogs, hold_build_locks, sphinx_command, start_problems
 from .build import parse_args as build_args
 
 
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    compile_catalogs()  # under the locks, as a build does: Sphinx would write a .mo in place
+    compile_sphinx_catalogs()  # under the locks, as a build does: Sphinx would write a .mo in place
     for lock in locks:  # kept open through exec: sphinx-autobuild holds them until it ends
         os.set_inheritable(lock, True)
     os.execv(sys.executable, autobuild)

@@ -139,7 +139,7 @@ def rewrite_when_other_languages_change(app: Sphinx, env, added, changed, remove
     return sorted(env.found_docs) if before != now else []
 
 
-def compile_catalogs(app: Sphinx) -> Path:
+def compile_theme_catalogs(app: Sphinx) -> Path:
     """Compile the .po files of locale/ into the doctree folder and return it; but
     sphinx.po, which Sphinx compiles itself (conf.py's ``locale_dirs``), and book.po, which
     :mod:`.messages` reads itself."""
@@ -159,7 +159,7 @@ def compile_catalogs(app: Sphinx) -> Path:
 def setup(app: Sphinx) -> None:
     # Registered now, before the theme registers its own catalogs, so that ours come first
     # for the theme's domain; Sphinx's own domain comes from conf.py's locale_dirs.
-    catalogs = compile_catalogs(app)
+    catalogs = compile_theme_catalogs(app)
     app.add_message_catalog("booktheme", str(catalogs))
     search.setup(app)  # the search language, ranking and search box: site/search.py
     app.connect("config-inited", configure_language)

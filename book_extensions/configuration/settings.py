@@ -194,6 +194,13 @@ class BookConfig:
                                default_factory=lambda: os.environ.get("BOOK_DEVICE", "cpu"))
     # Relative to conf.py's folder; the build driver passes an absolute one.
     book_cache_root: str = setting(".jupyter_cache", types=str, rebuild="", check=not_empty)
+    # The build driver's, for languages built at once (commands/build.py's ReadingTurn): the
+    # descriptor of the lock this language holds until it has read its pages, and the lock file
+    # of the language before it, given up once that one has read. Empty: no turn (one language,
+    # sphinx-build by hand). Their values change from build to build: they never make Sphinx
+    # read or write a page again.
+    book_reading_turn_fd: str = setting("", types=str, rebuild="", check=matching(r"\d*", "a descriptor number, or empty"))
+    book_reading_after: str = setting("", types=str, rebuild="")
     # Per code cell: the largest output of the book is about 15,000 characters (a figure).
     book_output_limit: int = setting(100_000, types=int, check=positive)
     nb_execution_mode: str = setting("cache", types=str, check=cache_mode, registered_by="myst_nb")

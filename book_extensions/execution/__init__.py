@@ -7,10 +7,13 @@
   empty working folder, the sources watched), or takes its outputs from the cache;
 - :mod:`.cache_key`: which execution cache a build uses, whether it can be read, and whether
   the pages' kernel runs the toolchain's Python and torch (no Sphinx: the build driver asks);
+- :mod:`.kernel_inputs`: what a page's outputs depend on, each input neutralised (the kernel
+  starts without it) or keyed (part of the cache's name), and the package staged for kernels;
 - :mod:`.cell_checks`: checks on every executed cell, and outputs cleaned for the page;
 - :mod:`.code_comments`: a code cell's code apart from its comments and docstrings;
 - :mod:`.notebook_downloads`: each page as an executed notebook, to download or open in Colab;
-- :mod:`.page_state`: what the extensions note about each page, in one environment collector.
+- :mod:`.page_state`: what the extensions note about each page, in one environment collector;
+- :mod:`.changed_pages`: which pages to read again, by content rather than by time.
 
 The code that runs inside the kernels is :mod:`book_extensions.kernel`. Imports nothing.
 """

@@ -54,6 +54,7 @@ def toolchain() -> Interpreter:
 
 
 def torch_version() -> str:
+    """The torch the pages' kernel imports (the toolchain's, which a build checks)."""
     return toolchain().torch
 
 

@@ -49,7 +49,7 @@ from ..editions import offline_builders
 from ..records import release_changes
 from ..site.device_page import device_name
 from . import kernel_inputs, page_state, runner
-from .cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, toolchain, unreadable_cache
+from .cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, torch_version, unreadable_cache
 from .cell_checks import check_cells, clean_outputs
 from .notebook_downloads import write_notebook
 
@@ -57,17 +57,9 @@ logger = logging.getLogger(__name__)
 
 DEVICES = ("cpu", "cuda")
 
-# The pages' kernel runs the toolchain's Python and torch: configure_execution() refuses a
-# build whose kernel runs any other (check_kernel), so nothing about it is kept per build.
-
-def torch_version() -> str:
-    """The torch the pages' kernel imports (the toolchain's, which a build checks)."""
-    return toolchain().torch
-
-
-def python_version() -> str:
-    """The Python the pages' kernel runs (the toolchain's, which a build checks)."""
-    return toolchain().python
+# The pages' kernel runs the toolchain's Python and torch (cache_key.toolchain, torch_version):
+# configure_execution() refuses a build whose kernel runs any other (check_kernel), so nothing
+# about it is kept per build.
 
 
 def cache_path(config: Config) -> Path:
@@ -229,7 +221,7 @@ def reread_pages_with_problems(app: Sphinx, env, added, changed, removed) -> lis
 def wait_for_reading_turn(app: Sphinx, env, docnames: list[str]) -> None:
     """With the languages built at once, the language before this one reads (and executes)
     first: this one then takes those outputs from the cache (commands/build.ReadingTurn)."""
-    after = os.environ.get("BOOK_READING_AFTER")
+    after = app.config.book_reading_after
     if after:
         fd = os.open(after, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -239,7 +231,7 @@ def wait_for_reading_turn(app: Sphinx, env, docnames: list[str]) -> None:
 
 
 def end_reading_turn(app: Sphinx, env) -> None:
-    held = os.environ.get("BOOK_READING_TURN_FD")
+    held = app.config.book_reading_turn_fd
     if held and not getattr(app, "book_reading_turn_ended", False):
         app.book_reading_turn_ended = True  # once: the descriptor's number may be reused after
         with suppress(OSError):

@@ -32,6 +32,7 @@ class PageState:
     produced: float | None = None  # when its outputs were produced (a timestamp); None: nothing executes
     seconds: float | None = None  # how long its cells ran, when they ran
     problems: int = 0  # failures reported for it: read it again next build
+    bad_front_matter: bool = False  # its front matter is not YAML (checks/page_sources: said once)
     computed: set[str] = field(default_factory=set)  # directives filled from records or the build
     children: list[str] = field(default_factory=list)  # the pages its tables of contents list, in order
     # What the page was read from (changed_pages): the digest of the text Sphinx parsed, and

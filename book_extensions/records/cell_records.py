@@ -2,7 +2,7 @@
 
     python -m book_extensions records record --device cuda   # after a CUDA build (or a doctest one)
     python -m book_extensions build html --record            # what nox -s docs runs: builds, then records
-    python -m book_extensions records compare                # results/cpu.json vs results/cuda.json
+    python -m book_extensions records compare                # results/cuda.json vs the CPU record of its release
 
 A record (``results/<device>.json``) is small, reviewable text: for every code cell
 of the book, in page order, a digest of its code (without its comments and docstrings,
@@ -594,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
     rec.add_argument("--docs", type=Path, default=ROOT / "docs")
     rec.add_argument("--results", type=Path, default=ROOT / "results")
-    cmp_ = commands.add_parser("compare", help="compare results/cpu.json and results/cuda.json")
+    cmp_ = commands.add_parser("compare", help="compare results/cuda.json with the CPU record of its torch release "
+                                  "(cpu-torch-<release>.json when recorded, else cpu.json)")
     cmp_.add_argument("--results", type=Path, default=ROOT / "results")
     cmp_.add_argument("--docs", type=Path, default=ROOT / "docs")
     cmp_.add_argument("--record", type=Path, help="the record to compare (default: cuda.json in --results); "

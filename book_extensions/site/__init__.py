@@ -10,7 +10,10 @@
 - :mod:`.root_files`: the site root's files (language chooser, 404, robots.txt, sitemap.xml),
   written by the build driver once every language is built;
 - :mod:`.provenance_page`: the page that says what built the book;
-- :mod:`.device_page`: the device's name as pages state it, and the "CPU vs CUDA" page.
+- :mod:`.device_page`: the device's name as pages state it, and the "CPU vs CUDA" page;
+- :mod:`.post_build`: the one ``build-finished`` handler: every step after Sphinx has written
+  a language's site (the modules' above and other stages'), in its order, each for the builds
+  it concerns.
 
 Imports nothing.
 """

@@ -307,6 +307,6 @@ def rewrite_site(outdir: Path, record: Path | None = None) -> tuple[int, int, in
     return count, rewritten, largest
 
 
-def build_finished(app: Sphinx) -> None:
+def inline_first_paint(app: Sphinx) -> None:
     pages, rewritten, largest = rewrite_site(Path(app.outdir), Path(app.doctreedir) / RECORD)
     logger.info(f"first paint: {pages} pages ({rewritten} rewritten now), inline CSS at most {largest // 1024} KB")

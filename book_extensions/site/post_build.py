@@ -56,7 +56,7 @@ STEPS = (
     Step(offline_builders.copy_editions_into_site, **SITE),  # the PDF and EPUB built from these sources
     Step(meta_and_footer.write_manifest, **HTML),  # what the site root needs from this language
     Step(asset_trimming.trim_build, **SITE),  # the themes' stylesheets cut to the rules the pages use
-    Step(first_paint.build_finished, **SITE),  # those rules inline in each page, its head scripts deferred
+    Step(first_paint.inline_first_paint, **SITE),  # those rules inline in each page, its head scripts deferred
     # The pages as published: the record of pages found clean then holds bytes the next build keeps.
     Step(remote_loads.check_build, **HTML),  # no page loads anything from another host
     Step(leaked_paths.check_build, **HTML),  # last: no published file shows a build machine's folders

@@ -21,7 +21,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..configuration.messages import message
 from ..execution import page_state
-from ..execution.page_execution import python_version, torch_version
+from ..execution.cache_key import toolchain, torch_version
 from .device_page import device_name
 from .readable_layout import table
 
@@ -70,7 +70,7 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     for placeholder in list(doctree.findall(provenance_placeholder)):
         versions = [[name, torch_version() if name == "torch" else importlib.metadata.version(name)]
                     for name in PACKAGES]
-        versions.insert(1, ["Python", python_version()])
+        versions.insert(1, ["Python", toolchain().python])
         summary = nodes.paragraph("", say(
             "provenance_build", device=device_name(app.config.book_device),
             date=datetime.now(UTC).strftime("%Y-%m-%d")))

@@ -25,6 +25,7 @@ from books import (
     build_book,
     in_process_settings,
     in_process_sources,
+    require_tool,
     run_build,
     seed_repository_cache,
 )
@@ -197,10 +198,7 @@ def site(book):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not os.path.exists(chromium_path()):
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/tools installs it (apt-get install chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    require_tool(os.path.exists(chromium_path()), "Chromium is missing: .ci/tools installs it (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -26,8 +26,7 @@ from book_extensions.editions.make_editions import (
 )
 from book_extensions.execution.page_execution import EXECUTIONS_FILE
 
-# One worker builds the module's fixture book once for all its tests (pytest-xdist's loadgroup).
-pytestmark = [pytest.mark.fixture, pytest.mark.xdist_group("editions")]
+pytestmark = pytest.mark.fixture
 
 DOCS = FIXTURES / "good" / "docs"
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -37,7 +36,7 @@ RADICAL = re.compile(r"[\u2e80-\u2fdf\u31c0-\u31ef]")  # CJK Radicals Supplement
 NOTO_CJK = ROOT / ".tools" / "fonts-noto-cjk"
 
 
-@pytest.fixture(scope="session")  # built once a run (conftest.py)
+@pytest.fixture(scope="session")  # one worker builds it, once a run (conftest.py: FIXTURE_BOOKS)
 def editions(tmp_path_factory):
     require_tool(os.path.exists(chromium_path()), "Chromium is missing: .ci/tools installs it")
     require_tool(shutil.which("java") is not None, "Java (for EPUBCheck) is missing: .ci/tools installs it")
@@ -150,7 +149,7 @@ def noto_only(folder, files: list[str]):
     return config
 
 
-@pytest.fixture(scope="session")  # built once a run (conftest.py)
+@pytest.fixture(scope="session")  # one worker builds it, once a run (conftest.py: FIXTURE_BOOKS)
 def noto_pdf(editions, tmp_path_factory):
     """The Chinese PDF printed where Noto Sans CJK is the only Chinese font, as on most
     Linux desktops; beside it, the printing command's output."""

@@ -195,7 +195,7 @@ def test_this_sites_own_host_is_not_another():
     assert url_problem("https://pytorch.org/", navigation=True) is None
 
 
-@pytest.fixture(scope="session")  # built once a run (conftest.py)
+@pytest.fixture(scope="session")  # one worker builds it, once a run (conftest.py: FIXTURE_BOOKS)
 def remote_outputs(tmp_path_factory):
     return build_book(FIXTURES / "remote_outputs" / "docs", tmp_path_factory.mktemp("remote-outputs"),
                       "html", "--language", "en")
@@ -239,7 +239,6 @@ CAUSES = [
 
 
 @pytest.mark.fixture
-@pytest.mark.xdist_group("remote-outputs")
 def test_every_output_that_loads_from_another_host_fails_naming_its_cell(remote_outputs):
     assert remote_outputs.returncode == 1, remote_outputs.output
     assert_reported(remote_outputs.output, [("en/index.md:", f"code cell {number}'s ") for number in range(2, 34)])
@@ -255,7 +254,6 @@ def test_every_output_that_loads_from_another_host_fails_naming_its_cell(remote_
 
 
 @pytest.mark.fixture
-@pytest.mark.xdist_group("remote-outputs")
 def test_a_built_page_loads_nothing_from_another_host_even_so(remote_outputs, browser):
     """Chromium opens the failed build's pages (the working folder): the policy stops every
     load the bad outputs try before it leaves the browser; only the <meta> refresh's

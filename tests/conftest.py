@@ -151,14 +151,16 @@ def build_fixture(tmp_path, fixture_cache):
 def sphinx_book(make_app, tmp_path, fixture_cache):
     """Build one language of a fixture book in this process, with sphinx.testing's app
     (:func:`books.in_process_sources`): for the checks that do not test the build driver."""
-    def build(name: str, code: str, builder: str = "html", run: bool = True, cache: Path | None = None) -> SphinxTestApp:
+    def build(name: str, code: str, builder: str = "html", run: bool = True, cache: Path | None = None,
+              verbosity: int = 0) -> SphinxTestApp:
         """The application, built (``run``: else only made, its extensions set up and configured);
         ``cache``: an execution cache of its own, where what executes must not depend on
-        which tests ran before (the session's is shared)."""
+        which tests ran before (the session's is shared); ``verbosity``: as the driver's -v
+        (``app.status`` holds what it shows)."""
         srcdir = in_process_sources(FIXTURES / name / "docs", tmp_path / name) / code
         app = make_app(builder, srcdir=srcdir, builddir=tmp_path / name / "_build" / code,
                        confoverrides=in_process_settings(code, cache or fixture_cache),
-                       warningiserror=True)  # as the driver's -W: a warning fails the build (statuscode 1)
+                       warningiserror=True, verbosity=verbosity)  # as the driver's -W: a warning fails the build (statuscode 1)
         if not run:
             return app
         app.build()

@@ -166,8 +166,9 @@ def test_the_site_scan_leaves_a_comment_a_browser_keeps_whole(tmp_path):
 
 @pytest.mark.unit
 def test_a_page_found_clean_by_other_rules_is_scanned_again(tmp_path, monkeypatch):
-    """The scan skips a page it found clean while its bytes are the same; a verdict of older
-    rules (before a gap was closed) kept a page that now fails passing for good."""
+    """The scan skips a page it found clean while its bytes are the same, but only under the
+    same rules: a verdict of older rules (before a gap was closed) must not keep passing a page
+    the new rules fail."""
     from types import SimpleNamespace
 
     from book_extensions.checks import remote_loads

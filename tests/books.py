@@ -207,6 +207,19 @@ def seed_repository_cache(cache_root: Path, repository_cache_root: Path = ROOT /
 SCREENSHOTS = ROOT / "_build" / "screenshots"  # test artifacts of the browser tests
 
 
+def require_tool(ok: bool, missing: str) -> None:
+    """Go on where a tool the test needs is there (``ok``); else skip the test, except in CI
+    (the ``CI`` variable set), where that fails: .ci/tools installs every tool the tests use.
+    ``missing`` is the one line either says: what is missing, and how to get it."""
+    import pytest
+
+    if ok:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(missing)
+    pytest.skip(missing)
+
+
 def assert_one_line_config_error(load, path: Path, content: str, cause: str) -> None:
     """``load`` refuses ``path`` holding ``content`` with one line that names the file and ``cause``."""
     import pytest

@@ -1,10 +1,10 @@
 """Fixtures: fixture books and the real book built, served and opened in Chromium (helpers:
 books.py, browsing.py, sweep.py, site_checks.py); and the tiers every test belongs to (pyproject.toml).
 
-A fixture book that a module's tests share is a session-scoped fixture of that module, its
-tests one xdist_group: a module-scoped one is built again each time pytest-xdist runs another
-module's test between two of the module's own (the good book and the editions were built
-twice a run)."""
+A fixture book that several tests share is a session-scoped fixture of their module, built
+once per pytest-xdist worker; FIXTURE_BOOKS names each, and every test that uses one gets its
+xdist_group here, so that one worker builds it. (A module-scoped fixture is built again each
+time pytest-xdist runs another module's test between two of the module's own.)"""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from books import (
     build_book,
     in_process_settings,
     in_process_sources,
+    require_tool,
     run_build,
     seed_repository_cache,
 )
@@ -35,6 +36,17 @@ from sphinx.testing.util import SphinxTestApp
 from book_extensions.commands.chromium import CHROMIUM_FLAGS, chromium_path, serve
 
 TIERS = ("unit", "fixture", "browser", "scheduled")
+
+# Each session-scoped fixture book (a fixture of its test module), and the xdist_group of the
+# tests that use it: the fixture's name, or the book it is made from (noto_pdf prints the
+# editions' sources with the editions' execution cache).
+FIXTURE_BOOKS = {
+    "good": "good",  # test_good_book.py
+    "editions": "editions",  # test_editions.py
+    "noto_pdf": "editions",
+    "interface": "interface",  # test_zh_rules.py
+    "remote_outputs": "remote_outputs",  # test_remote_loads.py
+}
 
 
 def tier_of(item) -> str:
@@ -51,13 +63,27 @@ def tier_of(item) -> str:
     return "unit"
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups, and -m the tiers
+def xdist_group_of(item) -> str | None:
+    """The one worker's group a test must run in: its language's browser sweeps (sweep.py),
+    or the fixture book it uses (FIXTURE_BOOKS); None: any worker."""
+    groups = {FIXTURE_BOOKS[name] for name in item.fixturenames if name in FIXTURE_BOOKS}
+    swept = item.get_closest_marker("swept")
+    if swept is not None:
+        groups.add(f"sweep-{swept.args[0] if swept.args else item.callspec.params['language']}")
+    if len(groups) > 1:
+        raise pytest.UsageError(f"{item.nodeid}: needs the workers of {sorted(groups)}, and runs on one")
+    return groups.pop() if groups else None
+
+
+@pytest.hookimpl(wrapper=True)  # before every other plugin's hook (pytest-xdist's reads the groups, -m the tiers)
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        swept = item.get_closest_marker("swept")
-        if swept is not None:  # sweep.py: one worker per language's sweeps
-            language = swept.args[0] if swept.args else item.callspec.params["language"]
-            item.add_marker(pytest.mark.xdist_group(f"sweep-{language}"))
+        if item.get_closest_marker("xdist_group") is not None:
+            raise pytest.UsageError(f"{item.nodeid}: marked xdist_group by hand (conftest.py derives "
+                                    "the group from the fixture book it uses: FIXTURE_BOOKS)")
+        group = xdist_group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
         tier = tier_of(item)
         used = set(item.fixturenames)
         if tier in ("unit", "fixture") and "book" in used:
@@ -67,6 +93,26 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(getattr(pytest.mark, tier))
     # The real book's tests last: its build runs in the background meanwhile (book_build_started).
     items.sort(key=lambda item: tier_of(item) in ("browser", "scheduled"))
+    yield
+    group_node_ids(config, items)
+
+
+def group_node_ids(config, items) -> None:
+    """Give each grouped test's node id its group, as pytest-xdist's worker means to: its
+    loadgroup scheduler reads the group from the id's ``@`` suffix. pytest-xdist 3.8.0 writes
+    ``item._nodeid``, which pytest 9.2 no longer reads (its ids are ``NodeId`` objects), so on
+    these releases no group reaches the scheduler and the tests of one group run on several
+    workers (pytest-dev/pytest-xdist#1386). Nothing to do where pytest-xdist did it."""
+    if not (os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup")):
+        return
+    from _pytest.nodes import NodeId
+
+    for item in items:
+        names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                        for mark in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)
 
 
 def pytest_runtest_setup(item):
@@ -105,14 +151,16 @@ def build_fixture(tmp_path, fixture_cache):
 def sphinx_book(make_app, tmp_path, fixture_cache):
     """Build one language of a fixture book in this process, with sphinx.testing's app
     (:func:`books.in_process_sources`): for the checks that do not test the build driver."""
-    def build(name: str, code: str, builder: str = "html", run: bool = True, cache: Path | None = None) -> SphinxTestApp:
+    def build(name: str, code: str, builder: str = "html", run: bool = True, cache: Path | None = None,
+              verbosity: int = 0) -> SphinxTestApp:
         """The application, built (``run``: else only made, its extensions set up and configured);
         ``cache``: an execution cache of its own, where what executes must not depend on
-        which tests ran before (the session's is shared)."""
+        which tests ran before (the session's is shared); ``verbosity``: as the driver's -v
+        (``app.status`` holds what it shows)."""
         srcdir = in_process_sources(FIXTURES / name / "docs", tmp_path / name) / code
         app = make_app(builder, srcdir=srcdir, builddir=tmp_path / name / "_build" / code,
                        confoverrides=in_process_settings(code, cache or fixture_cache),
-                       warningiserror=True)  # as the driver's -W: a warning fails the build (statuscode 1)
+                       warningiserror=True, verbosity=verbosity)  # as the driver's -W: a warning fails the build (statuscode 1)
         if not run:
             return app
         app.build()
@@ -197,10 +245,7 @@ def site(book):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not os.path.exists(chromium_path()):
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/tools installs it (apt-get install chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    require_tool(os.path.exists(chromium_path()), "Chromium is missing: .ci/tools installs it (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

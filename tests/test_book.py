@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from books import ROOT
+from books import ROOT, require_tool
 from bs4 import BeautifulSoup
 from site_checks import ALLOWED_IN_ZH, english_words, search
 
@@ -142,13 +142,9 @@ VNU = ROOT / ".tools" / "vnu.jar"
 
 
 def vnu(*files):
-    import os
     import subprocess
 
-    if not VNU.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{VNU} is missing: .ci/tools installs it (npm pack vnu-jar)")
-        pytest.skip("the Nu HTML checker is not installed (see .ci/tools)")
+    require_tool(VNU.exists(), f"the Nu HTML checker, {VNU}, is missing: .ci/tools installs it (npm pack vnu-jar)")
     return subprocess.run(["java", "-jar", str(VNU), "--errors-only", "--format", "gnu", *map(str, files)],
                           capture_output=True, text=True)
 

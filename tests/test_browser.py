@@ -137,14 +137,14 @@ def test_what_changed_between_releases_is_marked(browser, site, language, width)
     marks = page.evaluate(MARKS, "table.book-releases .book-changed")
     assert all(m["visible"] and m["background"] != m["around"] for m in marks), marks[:3]
     assert {"informations.", "information."} <= {m["text"] for m in marks}
-    # The article's fold: what torch 2.7.1 and 2.9.1 printed, with today's differences marked.
+    # The article's fold: what torch 2.7.1 and 2.9.1 printed, with the differences from the pinned torch marked.
     visit(page, f"/{language}/article.html")
     fold = page.locator("details.book-release-output").filter(has_text="SigmoidBackward0,").first
     fold.locator("summary").click()
     marks = page.evaluate(MARKS, "details.book-release-output[open] mark.book-changed")
     assert "SigmoidBackward0," in [m["text"] for m in marks]
     assert all(m["visible"] and m["background"] != m["around"] for m in marks), marks[:3]
-    # A release that printed nothing where today's prints a warning: the fold says so.
+    # A release that printed nothing where the pinned torch prints a warning: the fold says so.
     visit(page, f"/{language}/forward-mode.html")
     shown = page.evaluate("""() => [...document.querySelectorAll('details.book-release-output')]
       .map(fold => fold.textContent.replace(fold.querySelector('summary').textContent, '').trim())""")

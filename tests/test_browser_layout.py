@@ -137,7 +137,7 @@ def test_printed_text_breaks_only_between_tokens(browser, site, book, language, 
 
 
 def test_the_article_shows_the_grad_fn_it_talks_about(browser, site):
-    """The prose says today's torch prints grad_fn=<SigmoidBackward0>: on a phone it is on screen."""
+    """The prose says the pinned torch prints grad_fn=<SigmoidBackward0>: on a phone it is on screen."""
     context = browser.new_context(base_url=site, viewport={"width": 375, "height": 900})
     page = context.new_page()
     for language in LANGUAGES:

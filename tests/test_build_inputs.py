@@ -143,7 +143,8 @@ def test_a_bad_record_is_one_line_before_sphinx_starts(tmp_path, case, name, cha
 
 @pytest.mark.fixture
 def test_junk_in_the_release_list_is_one_line_each_before_sphinx_starts(tmp_path):
-    # Today a 60-line crash report from inside Sphinx, the useful line at line 51.
+    # Each bad line is one line naming the file and the line, before Sphinx starts: not a crash
+    # report from inside Sphinx with the useful line buried in it.
     listing = tmp_path / "torch-releases.txt"
     listing.write_text("# releases\n2.13.0\nfoo bar\n2.15.0  # pinned\n2.13.0\n2.14\n", encoding="utf8")
     build = build_book(FIXTURES / "good" / "docs", tmp_path, "doctest", "--language", "en",

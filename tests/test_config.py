@@ -44,7 +44,8 @@ def refused(build, *lines: str) -> None:
     ('book_languages[1]["typography"] = "CJK"', "book_languages[1]['typography'] must be '' or 'cjk', not 'CJK'"),
     ('book_languages = {"en": "English"}',
      "book_languages must be a list of one dict per language, the default first, not {'en': 'English'}"),
-    # An interface language the book's strings are not translated into: today an English interface.
+    # An interface language the book's strings are not translated into is refused, naming the
+    # catalog to add: else its pages would silently get an English interface.
     ('book_languages[1].update(sphinx="fr", hreflang="fr")',
      "book_languages[1]['sphinx'] is 'fr', but the book's interface exists only in en, zh_CN: add "
      "book_extensions/locale/fr/LC_MESSAGES/book.po (translate zh_CN's), or use one of those"),

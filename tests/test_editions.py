@@ -11,7 +11,7 @@ import sys
 import zipfile
 
 import pytest
-from books import FIXTURES, ROOT, build_book, index_parts
+from books import FIXTURES, ROOT, build_book, index_parts, require_tool
 from pypdf import PdfReader
 
 from book_extensions.commands.chromium import chromium_path
@@ -26,8 +26,7 @@ from book_extensions.editions.make_editions import (
 )
 from book_extensions.execution.page_execution import EXECUTIONS_FILE
 
-# One worker builds the module's fixture book once for all its tests (pytest-xdist's loadgroup).
-pytestmark = [pytest.mark.fixture, pytest.mark.xdist_group("editions")]
+pytestmark = pytest.mark.fixture
 
 DOCS = FIXTURES / "good" / "docs"
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -37,17 +36,10 @@ RADICAL = re.compile(r"[\u2e80-\u2fdf\u31c0-\u31ef]")  # CJK Radicals Supplement
 NOTO_CJK = ROOT / ".tools" / "fonts-noto-cjk"
 
 
-def needs(ok: bool, what: str) -> None:
-    if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(f"{what} is missing: .ci/tools installs it")
-        pytest.skip(f"{what} is not installed")
-
-
-@pytest.fixture(scope="session")  # built once a run (conftest.py)
+@pytest.fixture(scope="session")  # one worker builds it, once a run (conftest.py: FIXTURE_BOOKS)
 def editions(tmp_path_factory):
-    needs(os.path.exists(chromium_path()), "Chromium")
-    needs(shutil.which("java") is not None, "Java (for EPUBCheck)")
+    require_tool(os.path.exists(chromium_path()), "Chromium is missing: .ci/tools installs it")
+    require_tool(shutil.which("java") is not None, "Java (for EPUBCheck) is missing: .ci/tools installs it")
     work = tmp_path_factory.mktemp("editions")
     first = build_book(DOCS, work)  # the web build first: the editions execute nothing after it
     assert first.returncode == 0, first.output
@@ -157,12 +149,12 @@ def noto_only(folder, files: list[str]):
     return config
 
 
-@pytest.fixture(scope="session")  # built once a run (conftest.py)
+@pytest.fixture(scope="session")  # one worker builds it, once a run (conftest.py: FIXTURE_BOOKS)
 def noto_pdf(editions, tmp_path_factory):
     """The Chinese PDF printed where Noto Sans CJK is the only Chinese font, as on most
     Linux desktops; beside it, the printing command's output."""
     files = noto_sans_cjk()
-    needs(bool(files), "Noto Sans CJK (Debian's fonts-noto-cjk, which .ci/tools unpacks into .tools/)")
+    require_tool(bool(files), "Noto Sans CJK is missing: .ci/tools unpacks Debian's fonts-noto-cjk into .tools/")
     build, _ = editions
     work = tmp_path_factory.mktemp("noto")
     env = {**os.environ, "FONTCONFIG_FILE": str(noto_only(work, files))}
@@ -302,7 +294,7 @@ def test_the_epub_passes_epubcheck(editions, code):
 
 
 def test_epubcheck_finds_a_broken_epub(tmp_path):
-    needs(shutil.which("java") is not None, "Java (for EPUBCheck)")
+    require_tool(shutil.which("java") is not None, "Java (for EPUBCheck) is missing: .ci/tools installs it")
     broken = tmp_path / "broken.epub"
     with zipfile.ZipFile(broken, "w") as epub:
         epub.writestr("mimetype", "application/epub+zip")
@@ -341,8 +333,8 @@ def test_every_page_links_the_editions_of_its_language(editions, code):
 def test_the_real_books_editions_build_and_pass_their_checks(book):
     # Each command checks its own output: bookmarks against the printed headings (PDF),
     # EPUBCheck (EPUB); here, also every chapter's title in the PDF's text.
-    needs(os.path.exists(chromium_path()), "Chromium")
-    needs(shutil.which("java") is not None, "Java (for EPUBCheck)")
+    require_tool(os.path.exists(chromium_path()), "Chromium is missing: .ci/tools installs it")
+    require_tool(shutil.which("java") is not None, "Java (for EPUBCheck) is missing: .ci/tools installs it")
     for kind in ("pdf", "epub"):
         run = subprocess.run(
             [sys.executable, "-m", "book_extensions", "editions", kind, "--out", str(book.out),

@@ -13,11 +13,10 @@ from site_checks import ALLOWED_IN_ZH, english_words, search
 
 from book_extensions.execution.page_execution import EXECUTIONS_FILE
 
-# One worker builds the module's fixture book once for all its tests (pytest-xdist's loadgroup).
-pytestmark = [pytest.mark.fixture, pytest.mark.xdist_group("good-book")]
+pytestmark = pytest.mark.fixture
 
 
-@pytest.fixture(scope="session")  # built once a run (conftest.py)
+@pytest.fixture(scope="session")  # one worker builds it, once a run (conftest.py: FIXTURE_BOOKS)
 def good(tmp_path_factory):
     # West of UTC: a cached page's UTC time read as local time would look newer than the build.
     build = build_book(FIXTURES / "good" / "docs", tmp_path_factory.mktemp("good"), tz="America/New_York")

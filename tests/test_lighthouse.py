@@ -10,7 +10,7 @@ import re
 import urllib.request
 
 import pytest
-from books import FIXTURES, ROOT
+from books import FIXTURES, ROOT, require_tool
 
 from book_extensions.commands import lighthouse
 from book_extensions.commands.chromium import chromium_path
@@ -21,21 +21,14 @@ from book_extensions.commands.chromium import chromium_path
 PAGES = ["en/index.html", "en/detach.html", "zh/error-atlas.html", "zh/search.html"]
 
 
-def missing(reason: str):
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def ready():
     """Lighthouse and Chromium are there: skipped without them, except in CI (.ci/tools installs both)."""
-    if not os.path.exists(chromium_path()):
-        missing("Chromium is missing: .ci/tools installs it (apt-get install chromium)")
+    require_tool(os.path.exists(chromium_path()), "Chromium is missing: .ci/tools installs it (apt-get install chromium)")
     try:
         lighthouse.lighthouse_command()
     except lighthouse.LighthouseError as error:
-        missing(str(error))
+        require_tool(False, str(error))
 
 
 @pytest.fixture(scope="module")

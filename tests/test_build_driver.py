@@ -278,14 +278,18 @@ def test_what_every_page_reads_besides_its_source_is_in_the_code_digest(tmp_path
     args = driver.parse_args(["html", "--docs", str(docs), "--out", str(tmp_path / "out"),
                               "--cache-root", str(tmp_path / "cache"), "--confdir", str(confdir)])
     language = driver.book_languages(confdir)[0]
-    digests = {driver.code_digest(args, language)}
-    (docs / "terms.en.toml").write_text("# a term list\n")
-    digests.add(driver.code_digest(args, language))
-    (tmp_path / ".autocorrectrc").write_text("rules:\n  space-word: 1\n")
-    digests.add(driver.code_digest(args, language))
-    (confdir / "examples" / "program.py").write_text("print('version two')\n")
-    digests.add(driver.code_digest(args, language))
-    assert len(digests) == 4
+    before = driver.code_parts(args, language)
+    for change, part in (
+            (lambda: (docs / "terms.en.toml").write_text("# a term list\n"), "rules beside the pages"),
+            (lambda: (tmp_path / ".autocorrectrc").write_text("rules:\n  space-word: 1\n"), "rules beside the pages"),
+            (lambda: (confdir / "examples" / "program.py").write_text("print('version two')\n"), "examples")):
+        change()
+        after = driver.code_parts(args, language)
+        assert [name for name in after if after[name] != before[name]] == [part]
+        # and the build's line names it (a note of the last build holds the parts it read)
+        assert driver.why_read_again({"site_parts": before}, after, None) == f" (read again: {part} changed)"
+        before = after
+    assert driver.why_read_again({}, before, None) == ""  # no earlier note: nothing to compare
 
 
 def test_pages_computed_from_every_page_are_read_again_only_when_code_changed(tmp_path, fixture_cache):

@@ -219,38 +219,63 @@ def add_files(digest, folder: Path, pattern: str = "**/*") -> None:
             digest.update(hashlib.sha256(path.read_bytes()).digest())
 
 
-def code_digest(args: argparse.Namespace, language: Language) -> str:
-    """What every page of a language depends on, beyond the page: the extensions' code,
-    conf.py, the Python and its packages, the settings. A change reads every page again."""
-    digest = hashlib.sha256()
-    add_files(digest, PACKAGE)  # book_extensions/: the code of every build
-    add_files(digest, args.confdir, "conf.py")
-    # What the extensions read besides the pages (term lists, search words, typography rules)
-    # and the examples pages load: a stricter rule or an edited example must reach every page.
-    for path in sorted(args.docs.iterdir()):
-        if path.is_file():
-            add_files(digest, args.docs, path.name)
-    add_files(digest, args.docs.parent, ".autocorrectrc")
-    add_files(digest, args.confdir, "examples/**/*")
+def code_parts(args: argparse.Namespace, language: Language) -> dict[str, str]:
+    """What every page of a language depends on, beyond the page, by part: the extensions'
+    code, conf.py, the Python and its packages, the settings. A change reads every page again."""
+    def files(*where: tuple[Path, str]) -> str:
+        digest = hashlib.sha256()
+        for folder, pattern in where:
+            add_files(digest, folder, pattern)
+        return digest.hexdigest()
+
     packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     settings = {
-        "python": sys.executable, "packages": packages, "language": asdict(language), "device": args.device,
+        "python": sys.executable, "language": asdict(language), "device": args.device,
         "cache": str(cache_dir(args.cache_root, args.device)), "sphinx": args.sphinx_args,
         "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT)),
     }
-    digest.update(json.dumps(settings, sort_keys=True).encode())
-    return digest.hexdigest()
+    return {
+        "book_extensions": files((PACKAGE, "**/*")),  # the code of every build
+        "conf.py": files((args.confdir, "conf.py")),
+        # What the extensions read besides the pages (term lists, search words, typography
+        # rules) and the examples pages load: a stricter rule or an edited example must reach every page.
+        "rules beside the pages": files(*((args.docs, path.name) for path in sorted(args.docs.iterdir()) if path.is_file()),
+                                        (args.docs.parent, ".autocorrectrc")),
+        "examples": files((args.confdir, "examples/**/*")),
+        "packages": hashlib.sha256("\n".join(packages).encode()).hexdigest(),
+        "settings": hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest(),
+    }
 
 
-def site_inputs_digest(args: argparse.Namespace, code_digest: str) -> str:
-    """Everything an html build reads: when it is unchanged, so is the site it makes."""
-    digest = hashlib.sha256(f"{code_digest} {args.builder}\0".encode())
-    add_files(digest, args.docs)  # every language: a language is compared with the reference one
-    for pattern in ("results/*.json", "torch-releases.txt", "requirements.txt"):
-        add_files(digest, args.confdir, pattern)
-    # The offline editions, which every page links and the site carries (a few MB: hashed in ms).
-    add_files(digest, args.out / args.device / "offline")
-    return digest.hexdigest()
+def site_input_parts(args: argparse.Namespace, code: dict[str, str]) -> dict[str, str]:
+    """Everything an html build reads, by part: when it is unchanged, so is the site it makes."""
+    def files(*where: tuple[Path, str]) -> str:
+        digest = hashlib.sha256()
+        for folder, pattern in where:
+            add_files(digest, folder, pattern)
+        return digest.hexdigest()
+
+    return {**code, "builder": args.builder,
+            "pages": files((args.docs, "**/*")),  # every language: a language is compared with the reference one
+            "records": files(*((args.confdir, pattern) for pattern in ("results/*.json", "torch-releases.txt", "requirements.txt"))),
+            # The offline editions, which every page links and the site carries (a few MB: hashed in ms).
+            "offline editions": files((args.out / args.device / "offline", "**/*"))}
+
+
+def digest_of(parts: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def why_read_again(note: dict, parts: dict[str, str] | None, site_files: dict | None) -> str:
+    """What changed since the language was last published, as the build's line says it:
+    " (read again: pages changed)"; empty without an earlier note to compare with."""
+    noted = note.get("site_parts")
+    if parts is None or not isinstance(noted, dict):
+        return ""
+    changed = [name for name in parts if noted.get(name) != parts[name]]
+    if not changed and site_files is not None and site_files != note.get("files"):
+        changed = ["the published files"]
+    return f" (read again: {', '.join(changed)} changed)" if changed else ""
 
 
 def source_files(args: argparse.Namespace, code: str) -> dict[str, str]:
@@ -605,16 +630,19 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop,
     started = time.perf_counter()
     doctrees = args.out / args.device / "doctrees" / code
     note = read_note(doctrees)
-    trusted = code_digest(args, language)
-    inputs = site_inputs_digest(args, trusted) if args.builder == "html" else None
+    code_inputs = code_parts(args, language)
+    trusted = digest_of(code_inputs)
+    parts = site_input_parts(args, code_inputs) if args.builder == "html" else None
+    inputs = digest_of(parts) if parts is not None else None
     site = args.out / args.device / "html"
     work = output_dir(args.out, args.device, args.builder, code)
     # The site as published must still be whole: a file deleted from it is published again.
-    if (inputs is not None and note.get("site") == inputs and (site / code).is_dir()
-            and folder_files(site / code) == note.get("files")):
+    published = folder_files(site / code) if (site / code).is_dir() else None
+    if inputs is not None and note.get("site") == inputs and published == note.get("files"):
         report_nothing_read(doctrees)
         print(f"[{code}] {args.builder} unchanged in {time.perf_counter() - started:.1f} s", flush=True)
         return "unchanged", inputs
+    why = why_read_again(note, parts, published)
     sources = source_files(args, code)
     noted = note.get("sources")
     noted = noted if isinstance(noted, dict) else {}
@@ -635,7 +663,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop,
         print(f"warning: [{code}] the build left processes running, now ended: {', '.join(left)}",
               file=sys.stderr)
     status = "ok" if returncode == 0 else f"FAILED (exit {returncode})"
-    print(f"[{code}] {args.builder} {status} in {time.perf_counter() - started:.1f} s", flush=True)
+    print(f"[{code}] {args.builder} {status} in {time.perf_counter() - started:.1f} s{why}", flush=True)
     if returncode:
         return "failed", None
     if args.builder != "html":
@@ -644,7 +672,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop,
         return "built", None
     # What the site was built from is noted once it is published (build_languages).
     write_note(doctrees, {"trusted": trusted, "environment": environment_stamp(doctrees),
-                          "sources": sources, "files": folder_files(work)})
+                          "sources": sources, "files": folder_files(work), "site_parts": parts})
     return "built", inputs
 
 

@@ -219,15 +219,17 @@ def add_files(digest, folder: Path, pattern: str = "**/*") -> None:
             digest.update(hashlib.sha256(path.read_bytes()).digest())
 
 
+def digest_of_files(*where: tuple[Path, str]) -> str:
+    """The digest of the files that match each (folder, pattern), by path and content (:func:`add_files`)."""
+    digest = hashlib.sha256()
+    for folder, pattern in where:
+        add_files(digest, folder, pattern)
+    return digest.hexdigest()
+
+
 def code_parts(args: argparse.Namespace, language: Language) -> dict[str, str]:
     """What every page of a language depends on, beyond the page, by part: the extensions'
     code, conf.py, the Python and its packages, the settings. A change reads every page again."""
-    def files(*where: tuple[Path, str]) -> str:
-        digest = hashlib.sha256()
-        for folder, pattern in where:
-            add_files(digest, folder, pattern)
-        return digest.hexdigest()
-
     packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     settings = {
         "python": sys.executable, "language": asdict(language), "device": args.device,
@@ -235,13 +237,13 @@ def code_parts(args: argparse.Namespace, language: Language) -> dict[str, str]:
         "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT)),
     }
     return {
-        "book_extensions": files((PACKAGE, "**/*")),  # the code of every build
-        "conf.py": files((args.confdir, "conf.py")),
+        "book_extensions": digest_of_files((PACKAGE, "**/*")),  # the code of every build
+        "conf.py": digest_of_files((args.confdir, "conf.py")),
         # What the extensions read besides the pages (term lists, search words, typography
         # rules) and the examples pages load: a stricter rule or an edited example must reach every page.
-        "rules beside the pages": files(*((args.docs, path.name) for path in sorted(args.docs.iterdir()) if path.is_file()),
+        "rules beside the pages": digest_of_files(*((args.docs, path.name) for path in sorted(args.docs.iterdir()) if path.is_file()),
                                         (args.docs.parent, ".autocorrectrc")),
-        "examples": files((args.confdir, "examples/**/*")),
+        "examples": digest_of_files((args.confdir, "examples/**/*")),
         "packages": hashlib.sha256("\n".join(packages).encode()).hexdigest(),
         "settings": hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest(),
     }
@@ -249,17 +251,12 @@ def code_parts(args: argparse.Namespace, language: Language) -> dict[str, str]:
 
 def site_input_parts(args: argparse.Namespace, code: dict[str, str]) -> dict[str, str]:
     """Everything an html build reads, by part: when it is unchanged, so is the site it makes."""
-    def files(*where: tuple[Path, str]) -> str:
-        digest = hashlib.sha256()
-        for folder, pattern in where:
-            add_files(digest, folder, pattern)
-        return digest.hexdigest()
-
     return {**code, "builder": args.builder,
-            "pages": files((args.docs, "**/*")),  # every language: a language is compared with the reference one
-            "records": files(*((args.confdir, pattern) for pattern in ("results/*.json", "torch-releases.txt", "requirements.txt"))),
+            "pages": digest_of_files((args.docs, "**/*")),  # every language: a language is compared with the reference one
+            "records": digest_of_files(*((args.confdir, pattern)
+                                         for pattern in ("results/*.json", "torch-releases.txt", "requirements.txt"))),
             # The offline editions, which every page links and the site carries (a few MB: hashed in ms).
-            "offline editions": files((args.out / args.device / "offline", "**/*"))}
+            "offline editions": digest_of_files((args.out / args.device / "offline", "**/*"))}
 
 
 def digest_of(parts: dict[str, str]) -> str:

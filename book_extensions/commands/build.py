@@ -64,7 +64,6 @@ import argparse
 import ctypes
 import hashlib
 import importlib
-import importlib.metadata
 import json
 import os
 import signal
@@ -79,6 +78,7 @@ from pathlib import Path
 from ..configuration import settings
 from ..configuration.settings import Language, book_languages, reference_language  # noqa: F401  (the tools import them from here)
 from ..execution.cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, unreadable_cache
+from ..execution.kernel_inputs import installed_packages
 from ..paths import PACKAGE, ROOT
 from . import publish
 
@@ -230,7 +230,10 @@ def digest_of_files(*where: tuple[Path, str]) -> str:
 def code_parts(args: argparse.Namespace, language: Language) -> dict[str, str]:
     """What every page of a language depends on, beyond the page, by part: the extensions'
     code, conf.py, the Python and its packages, the settings. A change reads every page again."""
-    packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    # By the metadata folders on the path (as the cache key): importlib.metadata's distributions()
+    # also reads the working directory ("" on the path), and a run of the tests saw its list change
+    # between two builds of one test with nothing installed ("read again: packages changed").
+    packages = installed_packages()
     settings = {
         "python": sys.executable, "language": asdict(language), "device": args.device,
         "cache": str(cache_dir(args.cache_root, args.device)), "sphinx": args.sphinx_args,

@@ -277,14 +277,13 @@ def test_what_every_page_reads_besides_its_source_is_in_the_code_digest(tmp_path
     shutil.copy(ROOT / "conf.py", confdir)
     args = driver.parse_args(["html", "--docs", str(docs), "--out", str(tmp_path / "out"),
                               "--cache-root", str(tmp_path / "cache"), "--confdir", str(confdir)])
-    language = driver.book_languages(confdir)[0]
-    before = driver.code_parts(args, language)
+    before = driver.code_parts(args)
     for change, part in (
             (lambda: (docs / "terms.en.toml").write_text("# a term list\n"), "rules beside the pages"),
             (lambda: (tmp_path / ".autocorrectrc").write_text("rules:\n  space-word: 1\n"), "rules beside the pages"),
             (lambda: (confdir / "examples" / "program.py").write_text("print('version two')\n"), "examples")):
         change()
-        after = driver.code_parts(args, language)
+        after = driver.code_parts(args)
         assert [name for name in after if after[name] != before[name]] == [part]
         # and the build's line names it (a note of the last build holds the parts it read)
         assert driver.why_read_again({"site_parts": before}, after, None) == f" (read again: {part} changed)"

@@ -227,15 +227,16 @@ def digest_of_files(*where: tuple[Path, str]) -> str:
     return digest.hexdigest()
 
 
-def code_parts(args: argparse.Namespace, language: Language) -> dict[str, str]:
-    """What every page of a language depends on, beyond the page, by part: the extensions'
-    code, conf.py, the Python and its packages, the settings. A change reads every page again."""
+def code_parts(args: argparse.Namespace) -> dict[str, str]:
+    """What every page depends on, beyond the page, by part: the extensions' code, conf.py,
+    the Python and its packages, the settings (and, per language, :func:`language_part`).
+    A change reads every page again. Digested once a run, for every language."""
     # By the metadata folders on the path (as the cache key): importlib.metadata's distributions()
     # also reads the working directory ("" on the path), and a run of the tests saw its list change
     # between two builds of one test with nothing installed ("read again: packages changed").
     packages = installed_packages()
     settings = {
-        "python": sys.executable, "language": asdict(language), "device": args.device,
+        "python": sys.executable, "device": args.device,
         "cache": str(cache_dir(args.cache_root, args.device)), "sphinx": args.sphinx_args,
         "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT)),
     }
@@ -252,9 +253,16 @@ def code_parts(args: argparse.Namespace, language: Language) -> dict[str, str]:
     }
 
 
-def site_input_parts(args: argparse.Namespace, code: dict[str, str]) -> dict[str, str]:
-    """Everything an html build reads, by part: when it is unchanged, so is the site it makes."""
-    return {**code, "builder": args.builder,
+def language_part(language: Language) -> dict[str, str]:
+    return {"language": hashlib.sha256(json.dumps(asdict(language), sort_keys=True).encode()).hexdigest()}
+
+
+def site_input_parts(args: argparse.Namespace) -> dict[str, str] | None:
+    """What an html build reads besides the code's parts, by part: when these and the code's
+    are unchanged, so is the site it makes. None for the other builders."""
+    if args.builder != "html":
+        return None
+    return {"builder": args.builder,
             "pages": digest_of_files((args.docs, "**/*")),  # every language: a language is compared with the reference one
             "records": digest_of_files(*((args.confdir, pattern)
                                          for pattern in ("results/*.json", "torch-releases.txt", "requirements.txt"))),
@@ -565,8 +573,7 @@ def main(argv: list[str] | None = None) -> int:
         publish.recover(device_dir)
         # The kernel's torch and Python, not this process's, name the cache and the pages.
         # While the probe runs, jupyter-cache (SQLAlchemy: a second) is imported for the cache's check.
-        importing = threading.Thread(target=imported, args=("jupyter_cache.cache.main",), daemon=True)
-        importing.start()
+        threading.Thread(target=imported, args=("jupyter_cache.cache.main",), daemon=True).start()
         try:
             kernel = check_kernel()
         except KernelMismatch as error:
@@ -621,18 +628,20 @@ def with_signals_passed_on(args: argparse.Namespace, languages: list[Language], 
     return status
 
 
-def build_language(args: argparse.Namespace, language: Language, stop: Stop,
+def build_language(args: argparse.Namespace, language: Language, stop: Stop, book: tuple[dict, dict | None],
                    turn: ReadingTurn | None = None) -> tuple[str, str | None]:
     """Build one language and say so in one line: ("unchanged", "built", "failed" or "stopped",
-    the digest of what an html build read, to note once the site is published). With a
-    ``turn`` (languages built at once), the processes it leaves are ended once all are done."""
+    the digest of what an html build read, to note once the site is published). ``book``: the
+    code's and the site's parts (:func:`code_parts`, :func:`site_input_parts`), the same for
+    every language. With a ``turn`` (languages built at once), the processes it leaves are
+    ended once all are done."""
     code = language.code
     started = time.perf_counter()
     doctrees = args.out / args.device / "doctrees" / code
     note = read_note(doctrees)
-    code_inputs = code_parts(args, language)
+    code_inputs = {**book[0], **language_part(language)}
     trusted = digest_of(code_inputs)
-    parts = site_input_parts(args, code_inputs) if args.builder == "html" else None
+    parts = {**code_inputs, **book[1]} if book[1] is not None else None
     inputs = digest_of(parts) if parts is not None else None
     site = args.out / args.device / "html"
     work = output_dir(args.out, args.device, args.builder, code)
@@ -685,7 +694,8 @@ def report_doctest_relaxations(args: argparse.Namespace, language: Language) -> 
         print(f"[{language.code}] {line}", flush=True)
 
 
-def built_at_once(args: argparse.Namespace, languages: list[Language], stop: Stop) -> dict[str, tuple]:
+def built_at_once(args: argparse.Namespace, languages: list[Language], stop: Stop,
+                  book: tuple[dict, dict | None]) -> dict[str, tuple]:
     """The html build of every language at once, each reading in its turn (:class:`ReadingTurn`):
     on two cores a rebuild after an edit takes about the time of the slower language."""
     from concurrent.futures import ThreadPoolExecutor
@@ -698,7 +708,7 @@ def built_at_once(args: argparse.Namespace, languages: list[Language], stop: Sto
     try:
         def in_turn(language: Language, turn: ReadingTurn) -> tuple[str, str | None]:
             try:
-                return build_language(args, language, stop, turn)
+                return build_language(args, language, stop, book, turn)
             finally:  # unchanged, or stopped before Sphinx started: the next language reads now
                 turn.give_up()
 
@@ -716,14 +726,15 @@ def built_at_once(args: argparse.Namespace, languages: list[Language], stop: Sto
 
 
 def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
+    book = (code_parts(args), site_input_parts(args))  # digested once, for every language
     if args.builder == "html" and len(languages) > 1:
-        results = built_at_once(args, languages, stop)
+        results = built_at_once(args, languages, stop, book)
     else:
         results = {}
         for language in languages:
             if args.builder == "doctest":
                 report_doctest_relaxations(args, language)
-            results[language.code] = build_language(args, language, stop)
+            results[language.code] = build_language(args, language, stop, book)
             if stop.signum is not None:
                 return 1
     if stop.signum is not None:

@@ -92,6 +92,19 @@ def test_each_page_runs_in_an_empty_scratch_folder_of_its_own():
         assert nb.cells[0].outputs[0]["text"] == "[] True\n"
 
 
+@pytest.mark.unit
+def test_a_bare_runner_leaves_no_folder_behind(monkeypatch, tmp_path):
+    # A bare runner (a tool's, a test's) stages the kernel package in the page's own scratch
+    # folder: a folder removed only at exit stayed behind in pytest-xdist's workers.
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    nb = notebook("import book_extensions.kernel\nprint('ok')")
+    assert runner.PageRunner().execute(nb, timeout=60).error is None
+    assert nb.cells[0].outputs[0]["text"] == "ok\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def store_many(args: tuple[str, int]) -> int:
     cache_path, worker = args
     for n in range(6):

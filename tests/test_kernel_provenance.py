@@ -68,7 +68,7 @@ def test_an_explicit_ipythondir_is_replaced_too(monkeypatch, tmp_path):
 
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path))
     before = dict(os.environ)
-    environment = page_execution.prepare_kernels("cpu")(tmp_path / "home")
+    environment = page_execution.prepare_kernels("cpu", tmp_path / "package")(tmp_path / "home")
     assert environment["IPYTHONDIR"] != str(tmp_path)
     assert list(Path(environment["IPYTHONDIR"]).iterdir()) == []
     assert dict(os.environ) == before  # the kernels' environment is theirs, this process's is left alone

@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,13 +256,3 @@ def inputs_digest(environ=None) -> str:
             digest.update(f"{folder}\0".encode())
             files_digest(digest, sorted(p for p in folder.rglob("*") if p.is_file()), folder)
     return digest.hexdigest()
-
-
-def temporary_folder(prefix: str) -> Path:
-    """A folder of this process's own, removed when the process ends (Sphinx's parallel
-    readers, which fork after it is made, end without running atexit)."""
-    import atexit
-
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return folder

@@ -113,21 +113,17 @@ def configure_execution(app: Sphinx, config: Config) -> None:
 KERNEL_PACKAGE_FOLDER = "book-kernel-package"  # beside a build's doctrees
 
 
-def prepare_kernels(device: str, folder: Path | None = None) -> Callable[[Path], dict[str, str]]:
+def prepare_kernels(device: str, folder: Path) -> Callable[[Path], dict[str, str]]:
     """What gives each page's kernel its whole environment (:mod:`.kernel_inputs`): fixed
     values, the kernel package staged in ``folder`` (the one repository code on its path), and
     an empty home of the page's own (``home``), so that neither the build's shell nor any user
     configuration (IPython's profile, matplotlibrc, ...) reaches a page's outputs. This
     process's environment is left as it is.
 
-    A build stages the package beside its doctrees, staged afresh by each build: a temporary
-    folder removed at exit stayed behind where the process ended without running atexit
-    (pytest-xdist's workers building in-process, a killed build). Without ``folder`` (a tool
-    executing pages outside Sphinx), a temporary folder."""
-    if folder is None:
-        folder = kernel_inputs.temporary_folder("book-kernel-")
-    else:
-        shutil.rmtree(folder, ignore_errors=True)  # nothing left of an older package
+    ``folder`` is the caller's to remove: a build stages the package beside its doctrees,
+    afresh each build. (A temporary folder removed at exit stayed behind wherever the
+    process ended without running atexit: pytest-xdist's workers, a killed build.)"""
+    shutil.rmtree(folder, ignore_errors=True)  # nothing left of an older package
     package = kernel_inputs.staged_kernel_package(folder)
     return functools.partial(kernel_inputs.kernel_environment, device, package=package)
 

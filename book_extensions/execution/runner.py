@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import ctypes
-import functools
 import os
 import re
 import shutil
@@ -339,7 +338,8 @@ class PageRunner:
     # The execution record (PageClient.exec_metadata) of each page read in this process.
     executions: dict[str, dict] = field(default_factory=dict, repr=False)
     # A page's kernel's whole environment, given the empty home made for the page
-    # (page_execution.prepare_kernels); None: the CPU's, with the kernel package staged once.
+    # (page_execution.prepare_kernels); None: the CPU's, with the kernel package staged in
+    # each page's scratch folder.
     kernel_environment: Callable[[Path], dict[str, str]] | None = field(default=None, repr=False)
 
     @classmethod
@@ -448,10 +448,11 @@ class PageRunner:
             )
             client.owns_km = True  # so that nbclient shuts the kernel down when the page is done
             # Never the build's environment: what a kernel gets is listed in kernel_inputs.
-            if self.kernel_environment is None:
-                package = kernel_inputs.staged_kernel_package(kernel_inputs.temporary_folder("book-kernel-"))
-                self.kernel_environment = functools.partial(kernel_inputs.kernel_environment, "cpu", package=package)
-            environment = self.kernel_environment(Path(scratch, "home"))
+            if self.kernel_environment is None:  # a bare runner's: the package lives and goes with the page
+                package = kernel_inputs.staged_kernel_package(Path(scratch, "kernel-package"))
+                environment = kernel_inputs.kernel_environment("cpu", Path(scratch, "home"), package=package)
+            else:
+                environment = self.kernel_environment(Path(scratch, "home"))
             if self.writes_log is not None:  # read by kernel/writes.py
                 environment.update(BOOK_WRITES_LOG=str(self.writes_log), BOOK_PAGE_ID=scratch,
                                    BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))

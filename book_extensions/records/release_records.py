@@ -17,6 +17,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from ..commands.toolchain import ToolchainError, environment_held
@@ -32,17 +33,23 @@ def execute_missing(docs: Path, cache_dir: Path, timeout: int, pages=None) -> li
 
     ``pages``: (page, notebook, path of its source) to execute; default every page of the
     reference language."""
-    from jupyter_cache import get_cache
-
-    from ..execution import runner
     from ..execution.cache_key import KernelMismatch, check_kernel
     from ..execution.page_execution import prepare_kernels
 
-    kernel_environment = prepare_kernels("cpu")
     try:
         check_kernel()
     except KernelMismatch as error:
         raise ReleasesError(str(error)) from None
+    with tempfile.TemporaryDirectory(prefix="book-kernel-") as staging:
+        return _execute_with(prepare_kernels("cpu", Path(staging)), docs, cache_dir, timeout, pages)
+
+
+def _execute_with(kernel_environment, docs: Path, cache_dir: Path, timeout: int, pages) -> list[str]:
+    """execute_missing, with the kernels' environment made."""
+    from jupyter_cache import get_cache
+
+    from ..execution import runner
+
     cache = get_cache(str(cache_dir))
     # Outside a build: nothing watched, no output limit.
     page_runner = runner.PageRunner(kernel_environment=kernel_environment)

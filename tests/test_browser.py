@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import pytest
 from books import SCREENSHOTS
 from browsing import visit
-from sweep import AXE_WIDTH, SWEPT, axe_source, first_loads, sweep
+from sweep import AXE_VIOLATIONS, AXE_WIDTH, SWEPT, axe_source, first_loads, sweep
 
 pytestmark = pytest.mark.browser
 
@@ -81,7 +81,7 @@ def test_screenshots_of_key_pages(browser, site, language, mode):
         # light mode the sweep runs axe on every page at this size (test_no_serious_accessibility_violations).
         if mode == "dark":
             page.evaluate(axe_source())
-            found = page.evaluate("axe.run().then(r => r.violations.map(v => [v.id, v.impact]))")
+            found = page.evaluate(AXE_VIOLATIONS)
             assert [v for v in found if v[1] in ("serious", "critical")] == [], (name, mode, found)
     context.close()
 

@@ -317,6 +317,30 @@ def test_bookmarks_that_do_not_match_the_headings_stop_the_pdf(tmp_path):
     assert bookmarks(PdfReader(pdf)) == ["Retitled"]
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize("changed", ["torch-releases.txt", ".autocorrectrc", "results/cpu.json", "examples/program.py",
+                                     "docs/terms.en.toml", "docs/en/index.md", "conf.py"])
+def test_an_editions_stamp_changes_with_every_file_its_pages_read(tmp_path, changed):
+    """The stamp digests what the html build digests (configuration/site_inputs.py): an edition
+    stayed current after the release list changed, which every page reads."""
+    from book_extensions.editions.offline_builders import sources_digest
+
+    (tmp_path / "docs" / "en").mkdir(parents=True)
+    (tmp_path / "docs" / "en" / "index.md").write_text("# A page\n", encoding="utf8")
+    shutil.copy(ROOT / "conf.py", tmp_path)
+    (tmp_path / "torch-releases.txt").write_text("2.15.0\n", encoding="utf8")
+    before = sources_digest(tmp_path / "docs", "en", tmp_path, "cpu")
+    path = tmp_path / changed
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text((path.read_text(encoding="utf8") if path.exists() else "") + "\n# edited\n", encoding="utf8")
+    after = sources_digest(tmp_path / "docs", "en", tmp_path, "cpu")
+    assert after != before
+    # The other language's pages change nothing this edition prints.
+    (tmp_path / "docs" / "zh").mkdir()
+    (tmp_path / "docs" / "zh" / "index.md").write_text("# 一页\n", encoding="utf8")
+    assert sources_digest(tmp_path / "docs", "en", tmp_path, "cpu") == after
+
+
 @pytest.mark.parametrize("code", ["en", "zh"])
 def test_every_page_links_the_editions_of_its_language(editions, code):
     build, _ = editions

@@ -75,8 +75,9 @@ from contextlib import suppress
 from dataclasses import asdict
 from pathlib import Path
 
-from ..configuration import settings
+from ..configuration import settings, site_inputs
 from ..configuration.settings import Language, book_languages, reference_language  # noqa: F401  (the tools import them from here)
+from ..configuration.site_inputs import digest_of, digest_of_files
 from ..execution.cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, unreadable_cache
 from ..execution.kernel_inputs import installed_packages
 from ..paths import PACKAGE, ROOT
@@ -210,23 +211,6 @@ def compile_sphinx_catalogs() -> None:
 
 # --- what a build reads, and the note of the last good one ---------------------------------
 
-def add_files(digest, folder: Path, pattern: str = "**/*") -> None:
-    """Each file's path (relative to ``folder``) and its content."""
-    for path in sorted(folder.glob(pattern)):
-        # A .mo is compiled from the .po beside it (compile_sphinx_catalogs), which counts.
-        if path.is_file() and "__pycache__" not in path.parts and ".mo" not in path.suffixes:
-            digest.update(f"{path.relative_to(folder)}\0".encode())
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-
-
-def digest_of_files(*where: tuple[Path, str]) -> str:
-    """The digest of the files that match each (folder, pattern), by path and content (:func:`add_files`)."""
-    digest = hashlib.sha256()
-    for folder, pattern in where:
-        add_files(digest, folder, pattern)
-    return digest.hexdigest()
-
-
 def code_parts(args: argparse.Namespace) -> dict[str, str]:
     """What every page depends on, beyond the page, by part: the extensions' code, conf.py,
     the Python and its packages, the settings (and, per language, :func:`language_part`).
@@ -240,14 +224,9 @@ def code_parts(args: argparse.Namespace) -> dict[str, str]:
         "cache": str(cache_dir(args.cache_root, args.device)), "sphinx": args.sphinx_args,
         "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT)),
     }
+    # A stricter rule or an edited example must reach every page (site_inputs.code_inputs).
     return {
-        "book_extensions": digest_of_files((PACKAGE, "**/*")),  # the code of every build
-        "conf.py": digest_of_files((args.confdir, "conf.py")),
-        # What the extensions read besides the pages (term lists, search words, typography
-        # rules) and the examples pages load: a stricter rule or an edited example must reach every page.
-        "rules beside the pages": digest_of_files(*((args.docs, path.name) for path in sorted(args.docs.iterdir()) if path.is_file()),
-                                        (args.docs.parent, ".autocorrectrc")),
-        "examples": digest_of_files((args.confdir, "examples/**/*")),
+        **{name: digest_of_files(*where) for name, where in site_inputs.code_inputs(args.docs, args.confdir).items()},
         "packages": hashlib.sha256("\n".join(packages).encode()).hexdigest(),
         "settings": hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest(),
     }
@@ -264,14 +243,10 @@ def site_input_parts(args: argparse.Namespace) -> dict[str, str] | None:
         return None
     return {"builder": args.builder,
             "pages": digest_of_files((args.docs, "**/*")),  # every language: a language is compared with the reference one
-            "records": digest_of_files(*((args.confdir, pattern)
-                                         for pattern in ("results/*.json", "torch-releases.txt", "requirements.txt"))),
+            "records": digest_of_files(*site_inputs.record_inputs(
+                args.confdir, settings.read(args.confdir, settings.override_pairs(args.sphinx_args)))),
             # The offline editions, which every page links and the site carries (a few MB: hashed in ms).
             "offline editions": digest_of_files((args.out / args.device / "offline", "**/*"))}
-
-
-def digest_of(parts: dict[str, str]) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 def why_read_again(note: dict, parts: dict[str, str] | None, site_files: dict | None) -> str:

@@ -6,7 +6,9 @@
   switch, and the theme's catalog compiled for Sphinx;
 - :mod:`.messages`: the interface strings the extensions add, translated by gettext;
 - :mod:`.input_files`: the other files a build reads (release list, records, term lists, search
-  words), checked by the build driver before Sphinx starts.
+  words), checked by the build driver before Sphinx starts;
+- :mod:`.site_inputs`: the files a language's site is built from, by part: what the build
+  driver digests to skip an unchanged site, and an offline edition's stamp.
 
 Imports nothing: :mod:`.settings` runs where Sphinx is not imported yet (the build driver).
 """

@@ -23,7 +23,6 @@ PDF is printed again.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
@@ -35,9 +34,10 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from ..configuration import settings
 from ..configuration.languages import current_language
 from ..configuration.messages import message
-from ..paths import PACKAGE, ROOT
+from ..configuration.site_inputs import digest_of, edition_parts
 
 OFFLINE_BUILDERS = ("singlehtml", "epub")
 OFFLINE = "offline"  # in the site: <language>/offline/; in the build: <out>/<device>/offline/<language>/
@@ -56,30 +56,12 @@ def file_name(config: Config, kind: str) -> str:
 STAMP_SUFFIX = ".sources"  # <edition>.sources: the digest of the sources it was built from
 
 
-def files_under(folder: Path) -> list[Path]:
-    return sorted(path for path in folder.rglob("*") if path.is_file() and "__pycache__" not in path.parts)
-
-
-def sources_digest(docs: Path, code: str, confdir: Path, device: str) -> str:
-    """What one language's edition is made from: its pages and the files every language
-    shares (the term list), conf.py, the extensions with their tools, the example programs
-    pages include, the records pages show, the pinned toolchain; and its language and device."""
-    root = ROOT
-    digest = hashlib.sha256(f"{code}\n{device}\n".encode())
-    groups = [
-        (docs / code, files_under(docs / code)),
-        (docs, sorted(path for path in docs.iterdir() if path.is_file())),
-        (confdir, [confdir / "conf.py"]),
-        # A .mo is compiled from the .po beside it, which counts (as in the build's code digest).
-        (root, [*(path for path in files_under(PACKAGE) if path.suffix != ".mo"), *files_under(root / "examples"),
-                *sorted((root / "results").glob("*.json")), root / "requirements.txt"]),
-    ]
-    for base, paths in groups:
-        for path in paths:
-            if path.is_file():
-                digest.update(f"{path.relative_to(base).as_posix()}\n".encode())
-                digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+def sources_digest(docs: Path, code: str, confdir: Path, device: str, config=None) -> str:
+    """What one language's edition is made from (:func:`..configuration.site_inputs.edition_parts`: the inputs
+    the html build digests, with that language's pages), and its language and device.
+    ``config``: conf.py's settings, Sphinx's or (by default) :func:`..configuration.settings.read`'s."""
+    config = settings.read(confdir) if config is None else config
+    return digest_of({"language": code, "device": device, **edition_parts(docs, code, confdir, config)})
 
 
 def stamp_of(edition: Path) -> Path:
@@ -108,7 +90,7 @@ def current_editions(app: Sphinx) -> list[Path]:
     held = [path for path in (folder / file_name(app.config, kind) for kind in KINDS) if path.is_file()]
     if not held:
         return []
-    digest = sources_digest(Path(app.srcdir).parent, code, Path(app.confdir), app.config.book_device)
+    digest = sources_digest(Path(app.srcdir).parent, code, Path(app.confdir), app.config.book_device, app.config)
     current = []
     for path in held:
         try:

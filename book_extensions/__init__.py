@@ -73,13 +73,16 @@ def setup(app) -> dict:
     from .editions import offline_builders
     from .execution import changed_pages, page_execution, page_state
     from .records import release_changes
-    from .site import asset_trimming, device_page, meta_and_footer, post_build, provenance_page, readable_layout
+    from .site import asset_trimming, device_page, meta_and_footer, post_build, provenance_page, readable_layout, search
 
-    # In the order they were registered before the package was laid out by stage: handlers of
-    # one event with one priority run in it (settings first: it checks every setting).
-    # The steps after a language is written are not among them: site/post_build.py runs
+    # The order matters: Sphinx runs the handlers of one event and priority in the order they
+    # were connected, and adds stylesheets and scripts to pages in the order they were added.
+    # settings comes first because it checks every setting the others read; the rest keep the
+    # order the book is tested in (search's handlers and book-search.css before languages'
+    # book.css). The steps after a language is written are not here: site/post_build.py runs
     # them, in the order it declares.
-    for module in (settings, page_state, changed_pages, languages, readable_layout, page_execution, offline_builders, page_sources,
+    for module in (settings, page_state, changed_pages, search, languages, readable_layout, page_execution,
+                   offline_builders, page_sources,
                    parity, prose, typography, asset_trimming, device_page, release_changes,
                    meta_and_footer, provenance_page, post_build):
         module.setup(app)

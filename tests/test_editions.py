@@ -22,7 +22,7 @@ from book_extensions.editions.make_editions import (
     epubcheck,
     ideograph,
     name_ideographs,
-    retitle_bookmarks,
+    retitle,
 )
 from book_extensions.execution.page_execution import EXECUTIONS_FILE
 
@@ -302,19 +302,20 @@ def test_epubcheck_finds_a_broken_epub(tmp_path):
     assert epubcheck(broken)
 
 
-def test_bookmarks_that_do_not_match_the_headings_stop_the_pdf(tmp_path):
+def test_bookmarks_that_do_not_match_the_headings_stop_the_pdf():
+    import io
+
     from pypdf import PdfWriter
 
     writer = PdfWriter()
     writer.add_blank_page(200, 200)
     writer.add_outline_item(title="Only one", page_number=0)
-    pdf = tmp_path / "book.pdf"
-    with pdf.open("wb") as out:
-        writer.write(out)
-    with pytest.raises(PdfError, match="1 bookmarks for 2 printed headings"):
-        retitle_bookmarks(pdf, ["One", "Two"])
-    retitle_bookmarks(pdf, ["Retitled"])
-    assert bookmarks(PdfReader(pdf)) == ["Retitled"]
+    with pytest.raises(PdfError, match="^book.pdf: Chromium made 1 bookmarks for 2 printed headings$"):
+        retitle(writer, "book.pdf", ["One", "Two"])
+    retitle(writer, "book.pdf", ["Retitled"])
+    out = io.BytesIO()
+    writer.write(out)
+    assert bookmarks(PdfReader(io.BytesIO(out.getvalue()))) == ["Retitled"]
 
 
 @pytest.mark.unit

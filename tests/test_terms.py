@@ -4,7 +4,7 @@ page's prose fails the build, naming the page and the line."""
 import pytest
 from books import ROOT, assert_one_line_config_error, assert_reported
 
-from book_extensions.checks.prose import Term, load_terms, term_variants
+from book_extensions.checks.prose import Term, load_terms, term_findings
 
 REQUIRES_GRAD = Term("要求梯度", "requires_grad", ("需要梯度",), ("不需要梯度信息",))
 
@@ -15,7 +15,7 @@ def test_variants_are_found_in_prose_only():
             "```{code-cell} ipython3\nprint('需要梯度')\n```\n"
             "行内代码 `需要梯度` 不算；这一步不需要梯度信息。\n"
             "要求梯度的张量，以及两处需要梯度和需要梯度。\n")
-    assert [(line, variant) for line, variant, _ in term_variants(text, [REQUIRES_GRAD])] == [
+    assert [(finding.line, finding.text) for finding in term_findings(text, [REQUIRES_GRAD])] == [
         (4, "需要梯度"), (9, "需要梯度"), (9, "需要梯度")]
 
 
@@ -40,7 +40,7 @@ def test_the_book_uses_its_terms():
     terms = load_terms(ROOT / "docs" / "terms.zh.toml")
     assert terms
     pages = sorted((ROOT / "docs" / "zh").glob("*.md"))
-    found = {f"{page.name}:{line}": variant for page in pages
-             for line, variant, _ in term_variants(page.read_text(encoding="utf8"), terms)}
+    found = {f"{page.name}:{finding.line}": finding.text for page in pages
+             for finding in term_findings(page.read_text(encoding="utf8"), terms)}
     assert found == {}
 

@@ -188,11 +188,6 @@ def term_findings(text: str, terms: list[Term]) -> list[Finding]:
     return [finding for number, line in reader_lines(text) for finding in text_findings(number, line, terms)]
 
 
-def term_variants(text: str, terms: list[Term]) -> list[tuple[int, str, Term]]:
-    """(line, variant or match, term) for every finding in a MyST page (see term_findings)."""
-    return [(f.line, f.text, f.term) for f in term_findings(text, terms)]
-
-
 def describe(finding: Finding, listed_in: str) -> str:
     """The warning for one finding."""
     term, pattern = finding.term, finding.pattern

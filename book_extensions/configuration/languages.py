@@ -28,7 +28,6 @@ from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 from ..paths import PACKAGE
-from ..site import search
 from .messages import CATALOG, compiled_catalog, message
 from .settings import Language
 
@@ -161,7 +160,6 @@ def setup(app: Sphinx) -> None:
     # for the theme's domain; Sphinx's own domain comes from conf.py's locale_dirs.
     catalogs = compile_theme_catalogs(app)
     app.add_message_catalog("booktheme", str(catalogs))
-    search.setup(app)  # the search language, ranking and search box: site/search.py
     app.connect("config-inited", configure_language)
     app.connect("html-page-context", add_language_links)
     app.connect("env-get-outdated", rewrite_when_other_languages_change)

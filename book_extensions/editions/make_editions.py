@@ -136,16 +136,6 @@ def print_pdf(page: Path, path: Path) -> int:
     return corrected
 
 
-def retitle_bookmarks(pdf: Path, headings: list[str]) -> None:
-    """:func:`retitle` on a PDF file, in place."""
-    from pypdf import PdfReader, PdfWriter
-
-    writer = PdfWriter(clone_from=PdfReader(pdf))
-    retitle(writer, pdf.name, headings)
-    with pdf.open("wb") as out:
-        writer.write(out)
-
-
 def retitle(writer, name: str, headings: list[str]) -> None:
     """Give each bookmark its heading's text, as the page shows it.
 

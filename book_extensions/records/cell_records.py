@@ -90,7 +90,6 @@ def output_text(output) -> str:
 # that equal outputs share and different ones do not.
 TEXT_KINDS = ("text/html", "text/markdown", "text/latex", "application/javascript")
 RASTER_KINDS = ("image/png", "image/jpeg", "image/gif", "image/webp")
-COMPARED_KINDS = ("text/plain", *TEXT_KINDS, "application/json", "image/svg+xml", *RASTER_KINDS)
 
 SVG_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
 SVG_ID = re.compile(r'(?<=\bid=")[^"]+(?=")|(?<=url\(#)[^)]+(?=\))|(?<=href="#)[^"]+(?=")')

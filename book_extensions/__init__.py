@@ -58,8 +58,9 @@ driver runs without importing Sphinx, and ``records.release_list``, ``commands.t
 and ``commands.wheelhouse`` run where Sphinx is not installed. The data the extensions use
 lie beside the stages: ``locale/`` (the catalogs), ``static/`` and ``templates/``.
 
-:mod:`.paths` says where the repository and the package are, and how a message names a path
-(standard library only); every module takes them from there.
+:mod:`.paths` says where the repository and the package are, how a message names a path, and
+how a file is written whole or not at all (standard library only); every module takes them
+from there.
 
 Where the book leans on another project's internals or copies its files, and why:
 :mod:`.upstream` lists every case (at most 15); ``tests/test_upstream.py`` fails when one moves,

@@ -1,4 +1,5 @@
-"""Where the book's repository and this package are, and how a message names a path.
+"""Where the book's repository and this package are, how a message names a path, and how a
+file is written whole or not at all.
 
 Standard library only, and importing nothing of the package: the noxfile, the build driver,
 ``toolchain`` and ``wheelhouse`` import it where Sphinx is not installed or not imported yet.
@@ -27,3 +28,16 @@ def shown(path: str | os.PathLike, base: Path = ROOT) -> str:
         if candidate.is_relative_to(base):
             return candidate.relative_to(base).as_posix()
     return str(path)
+
+
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all: into ``<name>.partial``
+    beside it, then renamed over it, so that a reader, or a build stopped halfway, finds the old
+    file or the new one, never half of one. No fsync: what it guards against is a stopped
+    process, not a power cut. One writer at a time: two would share the partial file."""
+    partial = path.with_name(f"{path.name}.partial")
+    if isinstance(data, str):
+        partial.write_text(data, encoding="utf8")
+    else:
+        partial.write_bytes(data)
+    os.replace(partial, path)

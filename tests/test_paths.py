@@ -1,10 +1,12 @@
 """How messages name a path (book_extensions/paths.py): from the repository, or from the
-working directory for the paths a command was given."""
+working directory for the paths a command was given; and a file written whole or not at all."""
 
 import os
 from pathlib import Path
 
-from book_extensions.paths import PACKAGE, ROOT, shown
+import pytest
+
+from book_extensions.paths import PACKAGE, ROOT, shown, write_atomically
 
 
 def test_the_repository_and_the_package():
@@ -32,3 +34,16 @@ def test_a_path_through_a_symlink_out_of_the_base_keeps_its_name(tmp_path):
     base.mkdir()
     os.symlink(elsewhere, base / ".toolchain")
     assert shown(base / ".toolchain" / "torch-9", base) == ".toolchain/torch-9"
+
+
+def test_a_file_is_written_whole_or_not_at_all(tmp_path):
+    note = tmp_path / "note.json"
+    write_atomically(note, "第一版\n")  # text as UTF-8, whatever the locale
+    assert note.read_bytes() == "第一版\n".encode()
+    write_atomically(note, b"\x00binary")
+    assert note.read_bytes() == b"\x00binary" and sorted(p.name for p in tmp_path.iterdir()) == ["note.json"]
+    # A write that fails leaves the file as it was.
+    (tmp_path / "note.json.partial").mkdir()
+    with pytest.raises(IsADirectoryError):
+        write_atomically(note, "second")
+    assert note.read_bytes() == b"\x00binary"

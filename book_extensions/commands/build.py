@@ -80,7 +80,7 @@ from ..configuration.settings import Language, book_languages, reference_languag
 from ..configuration.site_inputs import digest_of, digest_of_files
 from ..execution.cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, unreadable_cache
 from ..execution.kernel_inputs import installed_packages
-from ..paths import PACKAGE, ROOT
+from ..paths import PACKAGE, ROOT, write_atomically
 from . import publish
 
 NOTE = "book-last-build.json"  # beside each language's doctrees: its last successful build
@@ -200,6 +200,8 @@ def compile_sphinx_catalogs() -> None:
             if mo.stat().st_mtime_ns < po.stat().st_mtime_ns:  # else Sphinx compiles it again, its own way
                 os.utime(mo)
             continue
+        # Not paths.write_atomically: several builds may compile one catalog at once (the tests
+        # run several), so each writes a partial file of its own, and a read-only tree is no error.
         partial = mo.with_name(f"{mo.name}.{os.getpid()}.partial")
         try:
             partial.write_bytes(compiled)
@@ -300,9 +302,7 @@ def forget_note(doctrees: Path) -> None:
 
 def write_note(doctrees: Path, note: dict) -> None:
     doctrees.mkdir(parents=True, exist_ok=True)
-    partial = doctrees / f"{NOTE}.partial"
-    partial.write_text(json.dumps(note, indent=1) + "\n", encoding="utf8")
-    os.replace(partial, doctrees / NOTE)
+    write_atomically(doctrees / NOTE, json.dumps(note, indent=1) + "\n")
 
 
 def report_nothing_read(doctrees: Path) -> None:

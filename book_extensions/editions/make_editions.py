@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..commands import build
 from ..configuration.settings import Language, read
-from ..paths import ROOT
+from ..paths import ROOT, write_atomically
 from .offline_builders import OFFLINE, edition_file_name, sources_digest, write_stamp
 
 
@@ -76,7 +76,8 @@ def sphinx_build(args: argparse.Namespace, builder: str) -> int:
 
 
 def replace(source: Path, path: Path) -> None:
-    """Put a finished file in place at once: a failed run never leaves half a book."""
+    """Put a finished file in place at once: a failed run never leaves half a book. (The PDF's
+    partial file is where Chromium prints, not data in memory: paths.write_atomically cannot take it.)"""
     path.parent.mkdir(parents=True, exist_ok=True)
     os.replace(source, path)
 
@@ -386,10 +387,8 @@ def make_epub(args: argparse.Namespace) -> int:
             failed = True
             continue
         path = target(args, code, "epub")
-        partial = path.with_name(path.name + ".partial")
-        partial.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(built, partial)
-        replace(partial, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, built.read_bytes())  # a fraction of a MB
         write_stamp(path, sources[code])
         print(f"[{code}] epub: {path} ({path.stat().st_size / 1e6:.1f} MB, passes EPUBCheck)", flush=True)
     return 1 if failed else 0

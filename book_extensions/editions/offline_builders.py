@@ -38,6 +38,7 @@ from ..configuration import settings
 from ..configuration.languages import current_language
 from ..configuration.messages import message
 from ..configuration.site_inputs import digest_of, edition_parts
+from ..paths import write_atomically
 
 OFFLINE_BUILDERS = ("singlehtml", "epub")
 OFFLINE = "offline"  # in the site: <language>/offline/; in the build: <out>/<device>/offline/<language>/
@@ -71,10 +72,7 @@ def stamp_of(edition: Path) -> Path:
 def write_stamp(edition: Path, digest: str) -> None:
     """Say what ``edition`` was built from; written after the edition, so that a run
     stopped between the two leaves an edition that no stamp vouches for."""
-    stamp = stamp_of(edition)
-    partial = stamp.with_name(stamp.name + ".partial")
-    partial.write_text(digest + "\n", encoding="utf8")
-    os.replace(partial, stamp)
+    write_atomically(stamp_of(edition), digest + "\n")
 
 
 def device_folder(app: Sphinx) -> Path:

@@ -23,6 +23,8 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.environment.collectors import EnvironmentCollector
 
+from ..paths import write_atomically
+
 ATTRIBUTE = "book_page_state"
 
 
@@ -81,9 +83,7 @@ def write_pages_code(app: Sphinx) -> None:
     except OSError:
         pass
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
-    partial.write_text(text, encoding="utf8")
-    partial.replace(target)
+    write_atomically(target, text)
 
 
 def rewrite_computed_pages(app: Sphinx, env: BuildEnvironment) -> list[str]:

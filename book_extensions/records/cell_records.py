@@ -41,7 +41,7 @@ from pathlib import Path
 from ..configuration.messages import ENGLISH, message
 from ..configuration.settings import reference_language
 from ..execution.code_comments import code_of
-from ..paths import ROOT
+from ..paths import ROOT, write_atomically
 
 RTOL, ATOL = 1e-4, 2e-4  # printed tensors have four decimals
 
@@ -559,9 +559,7 @@ def write_record(device: str, cache_dir: Path, docs: Path, results: Path, langua
     data = record(device, cache_dir, docs, language)
     results.mkdir(parents=True, exist_ok=True)
     target = results / f"{device}.json"
-    partial = target.with_name(f"{target.name}.partial")
-    partial.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
-    partial.replace(target)
+    write_atomically(target, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {target} ({sum(map(len, data['pages'].values()))} cells)")
     return target
 

@@ -50,7 +50,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging as sphinx_logging
 from tinycss2.serializer import serialize_identifier
 
-from ..paths import PACKAGE
+from ..paths import PACKAGE, write_atomically
 
 logger = sphinx_logging.getLogger(__name__)
 
@@ -499,10 +499,7 @@ def reused(record: Path | None, key: str, static: Path) -> dict[str, str] | None
 
 def remember(record: Path | None, key: str, static: Path, trimmed: dict[str, str]) -> None:
     if record is not None:
-        partial = record.with_name(record.name + ".partial")
-        partial.write_text(json.dumps({"key": key, "sheets": trimmed, "fonts": subset_fonts(static, trimmed)}),
-                           encoding="utf8")
-        partial.replace(record)
+        write_atomically(record, json.dumps({"key": key, "sheets": trimmed, "fonts": subset_fonts(static, trimmed)}))
 
 
 TRIM_RECORD = "book-trimmed-sheets.json"  # in the doctrees: never published

@@ -61,7 +61,6 @@ non-zero.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import hashlib
 import importlib
 import json
@@ -78,6 +77,7 @@ from pathlib import Path
 from ..configuration import settings, site_inputs
 from ..configuration.settings import Language, book_languages, reference_language  # noqa: F401  (the tools import them from here)
 from ..configuration.site_inputs import digest_of, digest_of_files
+from ..execution import processes
 from ..execution.cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, unreadable_cache
 from ..execution.kernel_inputs import installed_packages
 from ..paths import PACKAGE, ROOT, write_atomically
@@ -315,17 +315,7 @@ def report_nothing_read(doctrees: Path) -> None:
 
 # --- processes: Sphinx in a group of its own, signals passed on, nothing left behind ---------
 
-PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG = 36, 1
 STOP_GRACE = 30  # seconds Sphinx has to stop after a signal before it is killed
-
-
-LIBC = ctypes.CDLL(None, use_errno=True)
-
-
-def prctl(option: int, value: int) -> None:
-    """Linux only; elsewhere a no-op (what it adds is a safety net, not the mechanism)."""
-    with suppress(AttributeError):
-        LIBC.prctl(option, value, 0, 0, 0)
 
 
 class Stop:
@@ -360,7 +350,7 @@ def run_sphinx(command: list[str], stop: Stop, turn: ReadingTurn | None = None) 
     it (its parallel readers too) through the driver, which waits for it to be gone."""
     fds = (*stop.locks, *(turn.fds() if turn is not None else ()))
     child = subprocess.Popen(command, start_new_session=True, pass_fds=fds,
-                             preexec_fn=lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM))  # the driver killed
+                             preexec_fn=processes.end_with_parent)  # the driver killed
     if turn is not None:
         turn.handed_over()
     stop.children.append(child)
@@ -429,12 +419,7 @@ def end_leftovers(grace: float = 5) -> list[str]:
     for process in left:
         with suppress(psutil.Error):
             names.append(f"{process.name()} (pid {process.pid})")
-            process.terminate()
-    _, alive = psutil.wait_procs(left, timeout=grace)
-    for process in alive:
-        with suppress(psutil.Error):
-            process.kill()
-    psutil.wait_procs(alive, timeout=grace)
+    processes.stop(left, grace)
     return names
 
 
@@ -591,7 +576,7 @@ def record_published(args: argparse.Namespace, kernel) -> int:
 def with_signals_passed_on(args: argparse.Namespace, languages: list[Language], locks: list[int]) -> int:
     stop = Stop(locks)
     previous = {signum: signal.signal(signum, stop) for signum in Stop.MESSAGES}
-    prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the build (a kernel, a daemon) stay ours to end
+    processes.adopt_orphans()  # orphans of the build (a kernel, a daemon) stay ours to end
     try:
         status = build_languages(args, languages, stop)
     finally:

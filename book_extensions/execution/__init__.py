@@ -5,6 +5,8 @@
   line, ``book-executions.json``;
 - :mod:`.runner`: the page executor: runs a page's cells in a fresh kernel (IPC sockets, an
   empty working folder, the sources watched), or takes its outputs from the cache;
+- :mod:`.processes`: the processes a build and its pages start, kept as descendants (Linux's
+  subreaper) and stopped when left behind; the build driver's too;
 - :mod:`.cache_key`: which execution cache a build uses, whether it can be read, and whether
   the pages' kernel runs the toolchain's Python and torch (no Sphinx: the build driver asks);
 - :mod:`.kernel_inputs`: what a page's outputs depend on, each input neutralised (the kernel

@@ -40,13 +40,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import ctypes
 import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -72,6 +70,7 @@ from traitlets import Integer, default
 from . import kernel_inputs
 from .cell_checks import cell_line, output_size, too_much_output
 from .code_comments import code_of
+from .processes import adopt_orphans, stop
 
 # A control character other than \t, \n, \r, unless it starts an ANSI colour (SGR) sequence,
 # which myst-nb renders as colour. Browsers show the rest as nothing, or as a box.
@@ -252,29 +251,6 @@ def watched_files(root: Path) -> list[str]:
         subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in ("__pycache__", "_build")]
         files += [os.path.join(folder, name) for name in names]
     return files
-
-
-def adopt_orphans() -> None:
-    """Become the parent of every orphaned descendant (Linux), so that a process a cell left
-    behind stays among this process's descendants after its kernel is gone."""
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-
-
-def stop(processes: set[psutil.Process]) -> None:
-    """Terminate, then kill, ``processes``; read their exit codes (which ends zombies too).
-
-    All are stopped first: a shell whose child ended before the shell got the signal would
-    run its next command (``sleep 2; echo late > file``)."""
-    for step in (psutil.Process.suspend, psutil.Process.terminate, psutil.Process.resume):
-        for process in processes:
-            with suppress(psutil.Error):
-                step(process)
-    _, alive = psutil.wait_procs(processes, timeout=3)
-    for process in alive:
-        with suppress(psutil.Error):
-            process.kill()
-    psutil.wait_procs(alive, timeout=3)
 
 
 class PageProcesses:

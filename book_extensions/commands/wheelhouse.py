@@ -36,9 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import ROOT, shown
-from .toolchain import normalised, pip_environment
+from .toolchain import REQUIREMENTS, normalised, pip_environment
 
-REQUIREMENTS = ROOT / "requirements.txt"
 MACHINE = ROOT / ".ci" / "gpu-machine.txt"
 HOME = ROOT / "wheelhouse"
 LIMIT = 40_000_000  # bytes (40 MB)

@@ -58,9 +58,6 @@ def torch_version() -> str:
     return toolchain().torch
 
 
-KERNEL_NAME = kernel_inputs.KERNEL_NAME  # the kernel spec every page names
-
-
 class KernelMismatch(Exception):
     """The pages' kernel is not the toolchain's Python or torch; the message is one line."""
 
@@ -90,7 +87,7 @@ print(json.dumps({"python": "%d.%d.%d" % sys.version_info[:3], "executable": sys
 
 
 def kernel_command(environment: dict[str, str] | None = None,
-                   name: str = KERNEL_NAME) -> tuple[list[str], dict[str, str], str]:
+                   name: str = kernel_inputs.KERNEL_NAME) -> tuple[list[str], dict[str, str], str]:
     """The Python (with its options) that a kernel of spec ``name`` runs, its environment
     (``environment``, default this process's, with the spec's), and the spec's file."""
     # Not at the top: the driver imports this module, and most of it needs no kernel spec.

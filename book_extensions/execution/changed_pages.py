@@ -37,7 +37,7 @@ def file_digest(path: Path) -> str | None:
         return None
 
 
-def source_digest(env: BuildEnvironment, docname: str) -> str | None:
+def page_text_digest(env: BuildEnvironment, docname: str) -> str | None:
     """The digest of the page's text as Sphinx would read it now (its decoding, its newlines)."""
     try:
         return text_digest(env.doc2path(docname).read_text(encoding=env.config.source_encoding))
@@ -81,7 +81,7 @@ def changed(env: BuildEnvironment, docname: str) -> bool:
     state = page_state.every(env).get(docname)
     if state is None or state.source is None:
         return True  # read before this extension noted anything: read it again
-    if source_digest(env, docname) != state.source:
+    if page_text_digest(env, docname) != state.source:
         return True
     return any(file_digest(Path(path)) != digest for path, digest in state.dependencies.items())
 

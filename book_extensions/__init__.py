@@ -60,7 +60,9 @@ lie beside the stages: ``locale/`` (the catalogs), ``static/`` and ``templates/`
 
 :mod:`.paths` says where the repository and the package are, how a message names a path, and
 how a file is written whole or not at all (standard library only); every module takes them
-from there.
+from there. :mod:`.myst_source` says how a page's MyST source is read without Sphinx (its front
+matter, fences of any length, nested ones, code cells) and which characters are Han; the checks
+and tools that scan a page's source line by line read it through that module.
 
 Where the book leans on another project's internals or copies its files, and why:
 :mod:`.upstream` lists every case (at most 15); ``tests/test_upstream.py`` fails when one moves,

@@ -16,10 +16,11 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from ..myst_source import fence_at, lines
 from ..paths import shown
 
 # The directives of sphinx.ext.doctest whose content is compared with what the code prints.
-OPENING = re.compile(r"^\s*(`{3,}|~{3,}|:{3,})\s*\{(doctest|testoutput)\}")
+COMPARED = ("doctest", "testoutput")
 # doctest's own pattern for a directive comment on an example's source line.
 DIRECTIVE = re.compile(r"#\s*doctest:\s*([^\n'\"]*)$")
 BLOCK_OPTION = re.compile(r"^\s*:(options|skipif|pyversion):\s*(.*)$")
@@ -28,14 +29,15 @@ BLOCK_OPTION = re.compile(r"^\s*:(options|skipif|pyversion):\s*(.*)$")
 def page_relaxations(text: str) -> list[tuple[int, Counter]]:
     """(line of the block's opening, how many examples each relaxation covers) per block
     of a MyST page that relaxes anything."""
+    # Line by line, not myst_source.blocks: a doctest block counts wherever it is, in a {note} too.
     found, block, fence = [], None, None
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines(text), start=1):
         if block is None:
-            opening = OPENING.match(line)
-            if opening:
-                fence, block = opening.group(1), (number, Counter())
+            fence = fence_at(line)
+            if fence and fence.directive in COMPARED:
+                block = (number, Counter())
             continue
-        if line.strip().startswith(fence[0] * len(fence)) and not line.strip().lstrip(fence[0]).strip():
+        if fence.closed_by(line):
             if block[1]:
                 found.append(block)
             block = None

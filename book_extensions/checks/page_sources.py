@@ -22,20 +22,20 @@ from sphinx.config import Config
 from sphinx.util import logging
 
 from ..execution import page_state
+from ..myst_source import code_cells
 
 logger = logging.getLogger(__name__)
 
 # ```{code-cell} <language>: pages run in a Python kernel.
-CODE_CELL = re.compile(r"^(?:`{3,}|~{3,})\{code-cell\}[ \t]*(\S*)", re.M)
 PYTHON_CELLS = {"", "ipython3", "ipython", "python3", "python"}
 
 
 def refuse_other_languages(app: Sphinx, docname: str, source: list[str]) -> None:
     text = source[0]
-    for number, match in enumerate(CODE_CELL.finditer(text), start=1):
-        language = match.group(1)
+    for number, cell in enumerate(code_cells(text), start=1):
+        language = next(iter(cell.fence.argument.split()), "")
         if language not in PYTHON_CELLS:
-            line = text.count("\n", 0, match.start()) + 1
+            line = cell.line
             logger.warning(
                 f"code cell {number} is marked {language!r}, but pages run in a Python kernel: "
                 f"write {{code-cell}} ipython3, or a plain ```{language} block to show code without running it",

@@ -31,6 +31,7 @@ from sphinx.config import Config
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from ..myst_source import blocks, fence_at, front_matter_end, lines
 from ..paths import PACKAGE, ROOT
 from .term_list import PATTERN_KEYS, TERM_KEYS, Pattern, Term, load_terms, pattern_of, term_of  # noqa: F401
 
@@ -41,13 +42,11 @@ LITERAL_VERSION = re.compile(
     r"(?i)(?:\b(?:py)?torch\b|\brelease|\bversion|版本?)\W{0,3}(?:==|>=|<=|v)?\s*\d+\.(?:\d+|x)\b"
     r"|\b\d+\.\d+(?:\.\d+)?\s*(?:版|版本|release)"
 )
-FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+\1")
 # A MyST role: {doc}`text <target>`, {ref}`target`, {math}`x^2`.
 ROLE = re.compile(r"\{([\w:.-]+)\}(`+)((?:(?!\2).)+)\2")
 # Roles whose text (before " <target>") is the words a reader reads; the text of any other role is code.
 LINK_ROLES = {"doc", "ref", "numref", "term", "download", "any", "eq"}
-OPENING = re.compile(r"^\s*(`{3,}|~{3,}|:{3,})\s*\{([\w:.-]+)\}\s*(.*)$")
 OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*)$")
 # Directives whose body is prose: their body's lines are checked, their other options are not.
 PROSE_DIRECTIVES = {"admonition", "note", "tip", "hint", "important", "warning", "caution", "attention",
@@ -60,23 +59,14 @@ REFERENCE = "en"  # the language the term list's ``meaning`` is written in
 
 
 def prose_lines(text: str):
-    """(line number, line) for every line of a MyST page outside its front matter and fences."""
-    fence = None
-    lines = text.splitlines()
-    start = 0
-    if lines and lines[0].strip() == "---":  # front matter
-        start = next((i + 1 for i, line in enumerate(lines[1:], start=1) if line.strip() == "---"), 0)
-    for number, line in enumerate(lines[start:], start=start + 1):
-        opening = FENCE.match(line)
-        if fence:
-            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence) \
-                    and not line.strip()[len(opening.group(1)):].strip():
-                fence = None
-            continue
-        if opening:
-            fence = opening.group(1)
-            continue
-        yield number, line
+    """(line number, line) for every line of a MyST page outside its front matter and its
+    backtick and tilde fences. A colon-fenced directive's lines are read: a {note}'s body is prose."""
+    page_lines = lines(text)
+    start = front_matter_end(page_lines)
+    fenced = {number for block in blocks(text, markers="`~") for number in block.lines}
+    for number, line in enumerate(page_lines[start:], start=start + 1):
+        if number not in fenced:
+            yield number, line
 
 
 def literal_versions(text: str) -> list[tuple[int, str]]:
@@ -105,31 +95,24 @@ def reader_lines(text: str):
     outside fences (headings included), the body and title of prose directives (notes,
     admonitions, {only}), and the caption of a table of contents; with reader_text applied.
     Code cells, doctests, outputs and other directives' bodies are never yielded."""
-    lines = text.splitlines()
-    start = 0
-    if lines and lines[0].strip() == "---":  # front matter
-        start = next((i + 1 for i, line in enumerate(lines[1:], start=1) if line.strip() == "---"), 0)
-    stack: list[tuple[str, str]] = []  # open fences: (marker, directive name, or "" for a plain fence)
-    for number, line in enumerate(lines[start:], start=start + 1):
-        inside = stack[-1][1] if stack else None
-        marker = re.match(r"^\s*(`{3,}|~{3,}|:{3,})", line)
-        if stack and marker and marker.group(1)[0] == stack[-1][0][0] \
-                and len(marker.group(1)) >= len(stack[-1][0]) and not line.strip()[len(marker.group(1)):].strip():
+    # Unlike myst_source.blocks, this one goes into a prose directive's body, and the fences in it.
+    page_lines = lines(text)
+    start = front_matter_end(page_lines)
+    stack = []  # the fences open around the line, innermost last
+    for number, line in enumerate(page_lines[start:], start=start + 1):
+        inside = (stack[-1].directive or "") if stack else None  # "" inside a plain code block
+        if stack and stack[-1].closed_by(line):
             stack.pop()
             continue
         if inside is not None and inside not in PROSE_DIRECTIVES:
             if inside == "toctree" and (option := OPTION.match(line)) and option.group(1) == "caption":
                 yield number, reader_text(option.group(2))
             continue
-        opening = OPENING.match(line)
-        if opening:
-            name = opening.group(2)
-            stack.append((opening.group(1), name))
-            if name in TITLED and opening.group(3).strip():
-                yield number, reader_text(opening.group(3))
-            continue
-        if marker:  # a plain fence: a code block
-            stack.append((marker.group(1), ""))
+        fence = fence_at(line)
+        if fence:
+            stack.append(fence)
+            if fence.directive in TITLED and fence.argument.strip():
+                yield number, reader_text(fence.argument)
             continue
         if inside is not None and OPTION.match(line):
             continue  # an option of a prose directive (:class:, :name:)

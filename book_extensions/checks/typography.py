@@ -41,12 +41,12 @@ from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 from ..configuration.languages import current_language
+from ..myst_source import HAN, blocks
 from ..paths import ROOT
 
 logger = logging.getLogger(__name__)
 
 CONFIG = ".autocorrectrc"
-HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # Full-width punctuation that closes (no space after it) or opens (no space before it).
 CLOSING = "，。、；：！？）」』”’》"
 OPENING = "（「『“‘《"
@@ -114,14 +114,18 @@ def lint_source(app: Sphinx, docname: str, source: list[str]) -> None:
         )
 
 
-CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
+# Han, CJK punctuation (、。「」) and the full-width forms (，！（）).
+CJK = HAN + "\u3000-\u303f\uff00-\uffef"
 CJK_LINE_BREAK = re.compile(f"[{CJK}]\n(?=[{CJK}])")
-FENCE = re.compile(r"^(```|~~~|:::).*?^\1", re.S | re.M)
 
 
 def cjk_line_breaks(text: str) -> list[int]:
     """Lines that end inside CJK prose: the browser would show the break as a space."""
-    prose = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    prose = text.split("\n")
+    for block in blocks(text):  # the page's own prose only: no code, output or directive
+        for number in block.lines:
+            prose[number - 1] = ""
+    prose = "\n".join(prose)
     return [prose.count("\n", 0, m.start()) + 1 for m in CJK_LINE_BREAK.finditer(prose)]
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -30,11 +29,11 @@ import time
 from pathlib import Path
 
 from ..execution.cache_key import EXECUTIONS_FILE
+from ..myst_source import code_cells
 from ..paths import ROOT
 from .build import book_languages
 
 NO_CHANGE_TARGET = 0.10  # issue 21: a no-change rebuild of both languages, as a share of a cold build
-CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 
 
 def build(work: Path) -> tuple[float, dict[str, list[str]], int]:
@@ -55,7 +54,7 @@ def build(work: Path) -> tuple[float, dict[str, list[str]], int]:
 
 def page_with_code(docs: Path, language: str) -> Path:
     for page in sorted((docs / language).rglob("*.md")):
-        if CODE_CELL.search(page.read_text(encoding="utf8")):
+        if code_cells(page.read_text(encoding="utf8")):
             return page.relative_to(docs / language)
     raise SystemExit("no page with a code cell to edit")
 
@@ -66,8 +65,7 @@ def edit_prose(path: Path) -> None:
 
 def edit_code(path: Path) -> None:
     text = path.read_text(encoding="utf8")
-    match = CODE_CELL.search(text)
-    cell_end = match.end(1)
+    cell_end = code_cells(text)[0].body_end
     path.write_text(text[:cell_end] + "_bench_edit = 1\n" + text[cell_end:], encoding="utf8")
 
 

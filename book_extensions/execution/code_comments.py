@@ -38,6 +38,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..myst_source import HAN
+
 SKIPPED = {tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT,
            tokenize.ENDMARKER}
 
@@ -121,7 +123,7 @@ def code_of(source: str) -> str:
 
 # --- prose still in English -------------------------------------------------------------
 
-HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+HAN_CHARACTER = re.compile(f"[{HAN}]")
 BACKTICKS = re.compile(r"`[^`]*`")
 URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+")
 # Comments that talk to a tool, not to the reader: they stay as the tool spells them.
@@ -144,7 +146,7 @@ def english_words(text: str) -> list[str]:
 def is_english(text: str) -> bool:
     """A comment or docstring line written in English: no Han character and at least two
     English words. A tool's pragma (``# noqa``, ``# type: ignore``) is not prose."""
-    if HAN.search(text) or PRAGMA.match(text):
+    if HAN_CHARACTER.search(text) or PRAGMA.match(text):
         return False
     return len(english_words(text)) >= 2
 

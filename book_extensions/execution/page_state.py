@@ -14,7 +14,6 @@ compute from changed: a record, or the code of some page, which they follow thro
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.environment.collectors import EnvironmentCollector
 
+from ..myst_source import code_cells
 from ..paths import write_atomically
 
 ATTRIBUTE = "book_page_state"
@@ -62,7 +62,6 @@ def computing(env: BuildEnvironment, directive: str) -> list[str]:
 # In the doctrees: the code cells of the reference language's pages, rewritten only when
 # they change, so that its time moves only then (Sphinx compares a dependency's time).
 PAGES_CODE = "book-pages-code.json"
-CODE_CELL = re.compile(r"^(?P<fence>`{3,}|~{3,})\{code-cell\}.*?^(?P=fence)[ \t]*$", re.S | re.M)
 
 
 def note_every_page_code(env: BuildEnvironment) -> None:
@@ -72,9 +71,10 @@ def note_every_page_code(env: BuildEnvironment) -> None:
 
 def write_pages_code(app: Sphinx) -> None:
     reference = Path(app.srcdir).parent / app.config.book_languages[0].code
-    code = {page.relative_to(reference).as_posix(): [cell.group(0) for cell in CODE_CELL.finditer(
-                page.read_text(encoding="utf8", errors="replace"))]
-            for page in sorted(reference.rglob("*.md"))}
+    code = {}
+    for page in sorted(reference.rglob("*.md")):
+        text = page.read_text(encoding="utf8", errors="replace")
+        code[page.relative_to(reference).as_posix()] = [text[cell.start:cell.end] for cell in code_cells(text)]
     text = json.dumps(code, ensure_ascii=False, sort_keys=True, indent=0)
     target = Path(app.doctreedir) / PAGES_CODE
     try:

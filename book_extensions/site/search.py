@@ -46,12 +46,13 @@ from sphinx.config import Config
 from sphinx.search.zh import SearchChinese
 
 from ..checks.prose import TERMS
+from ..myst_source import HAN
 
 ZH_SEARCH_TERMS = "search_terms.zh.txt"
 # Whitespace-separated words of two letters or more: four in inline code make a quotation.
 PHRASE_WORD = re.compile(r"(?:(?<=\s)|^)[^\W\d_]{2,}(?:['’][^\W\d_]+)?(?=\s|$)")
 QUOTE_WORDS = 4
-HAN_ONLY = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+HAN_ONLY = re.compile(f"[{HAN}]+")
 COUNTS_FILE = "searchcounts.js"
 COUNTS_PREFIX = "window.bookSearchCounts = "
 

@@ -7,7 +7,6 @@ from books import PACKAGE
 
 from book_extensions.checks.prose import literal_versions, reader_lines
 from book_extensions.checks.typography import cjk_line_breaks
-from book_extensions.commands.bench import edit_code
 from book_extensions.myst_source import HAN, blocks, code_cells
 
 NESTED = """# 标题
@@ -47,13 +46,6 @@ def test_code_cells_are_the_outermost_code_cell_fences():
     assert [(cell.line, cell.fence.argument) for cell in cells] == [(6, "ipython3")]
     assert text[cells[0].start:cells[0].end] == "````{code-cell} ipython3\n```\nnot a fence\n```\n````"
     assert text[cells[0].body_start:cells[0].body_end] == "```\nnot a fence\n```\n"
-
-
-def test_the_bench_edits_the_first_code_cells_body(tmp_path):
-    page = tmp_path / "page.md"
-    page.write_text("````md\n```{code-cell}\nshown\n```\n````\n````{code-cell}\nx = 1\n````\n", encoding="utf8")
-    edit_code(page)
-    assert page.read_text(encoding="utf8").endswith("````{code-cell}\nx = 1\n_bench_edit = 1\n````\n")
 
 
 def test_prose_in_and_around_nested_fences():

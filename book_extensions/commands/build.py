@@ -310,7 +310,7 @@ def report_nothing_read(doctrees: Path) -> None:
     path = doctrees / EXECUTIONS_FILE
     with suppress(OSError, ValueError):
         report = json.loads(path.read_text(encoding="utf8"))
-        path.write_text(json.dumps({**report, "read": [], "executed": []}, indent=1) + "\n")
+        path.write_text(json.dumps({**report, "read": [], "executed": [], "seconds": {}}, indent=1) + "\n")
 
 
 # --- processes: Sphinx in a group of its own, signals passed on, nothing left behind ---------

@@ -245,6 +245,8 @@ def write_executions(app: Sphinx) -> None:
     report = {
         "read": read,
         "executed": sorted(d for d in read if page_state.of(env, d).executed),
+        # How long each executed page's cells ran (``nox -s bench`` holds a code edit's rebuild to it).
+        "seconds": {d: page_state.of(env, d).seconds for d in read if page_state.of(env, d).executed},
         "cache": app.config.nb_execution_cache_path,
     }
     Path(app.doctreedir).mkdir(parents=True, exist_ok=True)

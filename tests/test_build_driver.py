@@ -16,6 +16,8 @@ import pytest
 from books import FIXTURES, ROOT, assert_reported, build_book, descendants, sleeping_build
 
 from book_extensions.commands import build as driver
+from book_extensions.commands import last_build
+from book_extensions.commands.reading_turn import ReadingTurn
 from book_extensions.execution.page_execution import EXECUTIONS_FILE
 
 pytestmark = pytest.mark.fixture
@@ -113,7 +115,7 @@ def test_a_rebuild_with_nothing_changed_does_not_start_sphinx(pages):
 
 
 def test_the_driver_names_the_executions_report_as_the_extensions_do():
-    assert driver.EXECUTIONS_FILE == EXECUTIONS_FILE
+    assert last_build.EXECUTIONS_FILE == EXECUTIONS_FILE
 
 
 def test_relative_paths_are_read_from_the_working_directory(tmp_path):
@@ -247,7 +249,7 @@ def test_damaged_build_folders_are_built_over(pages, damage):
     docs, build = pages
     first = build()
     assert first.returncode == 0, first.output
-    note = first.out / "cpu" / "doctrees" / "en" / driver.NOTE
+    note = first.out / "cpu" / "doctrees" / "en" / last_build.NOTE
     if damage == "the site is a file":
         shutil.rmtree(first.site())
         first.site().write_text("not a site\n")
@@ -277,18 +279,18 @@ def test_what_every_page_reads_besides_its_source_is_in_the_code_digest(tmp_path
     shutil.copy(ROOT / "conf.py", confdir)
     args = driver.parse_args(["html", "--docs", str(docs), "--out", str(tmp_path / "out"),
                               "--cache-root", str(tmp_path / "cache"), "--confdir", str(confdir)])
-    before = driver.code_parts(args)
+    before = last_build.code_parts(args)
     for change, part in (
             (lambda: (docs / "terms.en.toml").write_text("# a term list\n"), "rules beside the pages"),
             (lambda: (tmp_path / ".autocorrectrc").write_text("rules:\n  space-word: 1\n"), "rules beside the pages"),
             (lambda: (confdir / "examples" / "program.py").write_text("print('version two')\n"), "examples")):
         change()
-        after = driver.code_parts(args)
+        after = last_build.code_parts(args)
         assert [name for name in after if after[name] != before[name]] == [part]
         # and the build's line names it (a note of the last build holds the parts it read)
-        assert driver.why_read_again({"site_parts": before}, after, None) == f" (read again: {part} changed)"
+        assert last_build.why_read_again({"site_parts": before}, after, None) == f" (read again: {part} changed)"
         before = after
-    assert driver.why_read_again({}, before, None) == ""  # no earlier note: nothing to compare
+    assert last_build.why_read_again({}, before, None) == ""  # no earlier note: nothing to compare
 
 
 def test_pages_computed_from_every_page_are_read_again_only_when_code_changed(tmp_path, fixture_cache):
@@ -343,8 +345,8 @@ def test_an_edit_dated_between_the_last_snapshot_and_the_read_is_built(pages):
 def test_languages_built_at_once_read_in_turn(tmp_path):
     """The second language's Sphinx reads only once the first has given up its turn (read,
     failed or ended), so a changed page executes once, in the first language."""
-    first = driver.ReadingTurn(tmp_path / "en.lock", None)
-    second = driver.ReadingTurn(tmp_path / "zh.lock", first.path)
+    first = ReadingTurn(tmp_path / "en.lock", None)
+    second = ReadingTurn(tmp_path / "zh.lock", first.path)
     marker = tmp_path / "zh-reads"
     waiter = subprocess.Popen(
         [sys.executable, "-c", "from book_extensions.execution import page_execution as p; import sys; "

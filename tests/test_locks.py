@@ -18,7 +18,7 @@ import pytest
 from books import FIXTURES, ROOT, build_book, descendants
 
 from book_extensions.commands import build as build_command
-from book_extensions.commands import toolchain
+from book_extensions.commands import build_locks, toolchain
 
 
 def fake_environment(folder: Path, stamp: bool = True) -> Path:
@@ -82,17 +82,17 @@ def test_the_driver_refuses_a_build_while_its_environment_is_updated(tmp_path, m
     env = fake_environment(tmp_path)
     monkeypatch.setattr(toolchain, "hold_shared", functools.partial(toolchain.hold_shared, env))
     args = build_command.parse_args(["html", "--out", str(tmp_path / "_build"), "--cache-root", str(tmp_path / "cache")])
-    locks, problem = build_command.hold_build_locks(args)
+    locks, problem = build_locks.hold_build_locks(args)
     assert problem is None and len(locks) == 3  # the cache, the output folder, the toolchain (shared)
     for lock in locks:
         os.close(lock)
     with open(toolchain.lock_file(env), "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        assert build_command.hold_build_locks(args) == (
+        assert build_locks.hold_build_locks(args) == (
             [], f"{toolchain.shown(env, toolchain.ROOT)}/ is being created or updated by another session "
                 "(requirements.txt changed): build again once it is done")
     # Nothing stays held by the refused build: the next one gets every lock.
-    locks, problem = build_command.hold_build_locks(args)
+    locks, problem = build_locks.hold_build_locks(args)
     assert problem is None
     for lock in locks:
         os.close(lock)
@@ -162,7 +162,7 @@ def serve(tmp_path: Path, docs: Path) -> list[str]:
 
 def test_the_preview_does_not_start_while_a_build_runs(tmp_path):
     (tmp_path / "cache").mkdir()
-    held = build_command.hold_lock(tmp_path / "cache" / "book-build.lock")  # as a build holds it
+    held = build_locks.hold_lock(tmp_path / "cache" / "book-build.lock")  # as a build holds it
     try:
         refused = subprocess.run(serve(tmp_path, FIXTURES / "nondeterministic" / "docs"), cwd=ROOT,
                                  capture_output=True, text=True, timeout=60)
@@ -201,6 +201,6 @@ def test_a_build_is_refused_while_the_preview_runs(tmp_path):
         os.killpg(preview.pid, signal.SIGTERM)
         preview.communicate(timeout=60)
     # Once it has stopped, a build gets the locks.
-    again = build_command.hold_lock(lock)
+    again = build_locks.hold_lock(lock)
     assert again is not None
     os.close(again)

@@ -1,5 +1,5 @@
 """The reading turn reaches Sphinx as two settings (book_reading_turn_fd, book_reading_after:
-commands/build.py's ReadingTurn passes them with -D), whose values change from build to build:
+commands/reading_turn.py's ReadingTurn passes them with -D), whose values change from build to build:
 a changed value must never make Sphinx read or write a page again."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from dataclasses import fields
 import pytest
 from books import FIXTURES, in_process_settings, in_process_sources
 
-from book_extensions.commands import build as driver
+from book_extensions.commands.reading_turn import ReadingTurn
 from book_extensions.configuration.settings import BookConfig
 from book_extensions.execution.page_execution import EXECUTIONS_FILE
 
 
 @pytest.mark.unit
 def test_the_turn_is_told_in_declared_settings_that_rebuild_nothing(tmp_path):
-    turn = driver.ReadingTurn(tmp_path / "zh.lock", tmp_path / "en.lock")
+    turn = ReadingTurn(tmp_path / "zh.lock", tmp_path / "en.lock")
     try:
         declared = {f.name: f.metadata["rebuild"] for f in fields(BookConfig)}
         assert {name: declared.get(name) for name in turn.settings()} == {

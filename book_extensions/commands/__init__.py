@@ -7,7 +7,11 @@ folder: :mod:`..editions.make_editions` (PDF, EPUB) and :mod:`..records.release_
 (records under other torch releases).
 
 - :mod:`.build`: builds every language (``python -m book_extensions build``), and
-  :mod:`.publish` swaps the built site in (no verb: the build's last step);
+  :mod:`.publish` swaps the built site in (no verb: the build's last step); beside it, the
+  parts of the build no verb runs: :mod:`.last_build` (the note of each language's last good
+  build, and the digests of what a build reads), :mod:`.build_locks` (the locks a build or
+  the live preview holds) and :mod:`.reading_turn` (languages built at once read one after
+  the other);
 - :mod:`.serve`: live preview of one language;
 - :mod:`.bench`: how long builds take and how much they execute;
 - :mod:`.weight`: bytes and first paint of every page, in Chromium;

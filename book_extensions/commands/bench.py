@@ -36,10 +36,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..configuration.settings import book_languages
 from ..execution.cache_key import EXECUTIONS_FILE
 from ..myst_source import code_cells
 from ..paths import ROOT
-from .build import book_languages
 
 NO_CHANGE_TARGET = 0.10  # issue 21: a no-change rebuild of both languages, as a share of a cold build
 PROSE_EDIT_TARGET = 3.0  # issue 30: seconds, a rebuild of both languages after a prose-only edit of one page

@@ -49,7 +49,7 @@ What the driver guarantees, since Sphinx alone does not:
   then frees the locks and says in one line that the build was stopped.
 
 The html build runs every language's Sphinx at once, but they read their pages (where
-pages execute) one after the other, in conf.py's order (:class:`ReadingTurn`): the first
+pages execute) one after the other, in conf.py's order (:class:`.reading_turn.ReadingTurn`): the first
 language executes a changed page, the others take its outputs from the cache, and starting
 Sphinx, writing and the steps after a language is written overlap; on two cores a prose edit
 of both languages costs about the slower language's rebuild, not their sum. Other builders
@@ -61,9 +61,7 @@ non-zero.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
-import json
 import os
 import signal
 import subprocess
@@ -71,22 +69,30 @@ import sys
 import threading
 import time
 from contextlib import suppress
-from dataclasses import asdict
 from pathlib import Path
 
-from ..configuration import settings, site_inputs
-from ..configuration.settings import Language, book_languages, reference_language  # noqa: F401  (the tools import them from here)
-from ..configuration.site_inputs import digest_of, digest_of_files
+from ..configuration import settings
+from ..configuration.settings import Language, book_languages
+from ..configuration.site_inputs import digest_of
 from ..execution import processes
-from ..execution.cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, unreadable_cache
-from ..execution.kernel_inputs import installed_packages
-from ..paths import PACKAGE, ROOT, write_atomically
+from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache
+from ..paths import PACKAGE, ROOT
 from . import publish
-
-NOTE = "book-last-build.json"  # beside each language's doctrees: its last successful build
-# Environment variables that change what a build or its kernels do.
-ENVIRONMENT = ("PYTHON", "JUPYTER", "IPYTHON", "BOOK_", "SPHINX", "SOURCE_DATE_EPOCH", "TZ", "LANG", "LC_",
-               "OMP_", "MKL_", "TORCH_", "PYTORCH_", "CUDA_")
+from .build_locks import hold_build_locks
+from .last_build import (
+    code_parts,
+    environment_stamp,
+    folder_files,
+    forget_note,
+    language_part,
+    read_note,
+    report_nothing_read,
+    site_input_parts,
+    source_files,
+    why_read_again,
+    write_note,
+)
+from .reading_turn import ReadingTurn
 
 
 def cuda_problem() -> str | None:
@@ -211,108 +217,6 @@ def compile_sphinx_catalogs() -> None:
                 partial.unlink()
 
 
-# --- what a build reads, and the note of the last good one ---------------------------------
-
-def code_parts(args: argparse.Namespace) -> dict[str, str]:
-    """What every page depends on, beyond the page, by part: the extensions' code, conf.py,
-    the Python and its packages, the settings (and, per language, :func:`language_part`).
-    A change reads every page again. Digested once a run, for every language."""
-    # By the metadata folders on the path (as the cache key): importlib.metadata's distributions()
-    # also reads the working directory ("" on the path), and a run of the tests saw its list change
-    # between two builds of one test with nothing installed ("read again: packages changed").
-    packages = installed_packages()
-    settings = {
-        "python": sys.executable, "device": args.device,
-        "cache": str(cache_dir(args.cache_root, args.device)), "sphinx": args.sphinx_args,
-        "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT)),
-    }
-    # A stricter rule or an edited example must reach every page (site_inputs.code_inputs).
-    return {
-        **{name: digest_of_files(*where) for name, where in site_inputs.code_inputs(args.docs, args.confdir).items()},
-        "packages": hashlib.sha256("\n".join(packages).encode()).hexdigest(),
-        "settings": hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest(),
-    }
-
-
-def language_part(language: Language) -> dict[str, str]:
-    return {"language": hashlib.sha256(json.dumps(asdict(language), sort_keys=True).encode()).hexdigest()}
-
-
-def site_input_parts(args: argparse.Namespace) -> dict[str, str] | None:
-    """What an html build reads besides the code's parts, by part: when these and the code's
-    are unchanged, so is the site it makes. None for the other builders."""
-    if args.builder != "html":
-        return None
-    return {"builder": args.builder,
-            "pages": digest_of_files((args.docs, "**/*")),  # every language: a language is compared with the reference one
-            "records": digest_of_files(*site_inputs.record_inputs(
-                args.confdir, settings.read(args.confdir, settings.override_pairs(args.sphinx_args)))),
-            # The offline editions, which every page links and the site carries (a few MB: hashed in ms).
-            "offline editions": digest_of_files((args.out / args.device / "offline", "**/*"))}
-
-
-def why_read_again(note: dict, parts: dict[str, str] | None, site_files: dict | None) -> str:
-    """What changed since the language was last published, as the build's line says it:
-    " (read again: pages changed)"; empty without an earlier note to compare with."""
-    noted = note.get("site_parts")
-    if parts is None or not isinstance(noted, dict):
-        return ""
-    changed = [name for name in parts if noted.get(name) != parts[name]]
-    if not changed and site_files is not None and site_files != note.get("files"):
-        changed = ["the published files"]
-    return f" (read again: {', '.join(changed)} changed)" if changed else ""
-
-
-def source_files(args: argparse.Namespace, code: str) -> dict[str, str]:
-    """Each source file of a language and its content's digest (which page changed is the
-    extensions' to tell: execution/changed_pages.py, by content)."""
-    folder = args.docs / code
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def folder_files(folder: Path) -> dict[str, int]:
-    """Each file of a built folder and its size: what publishing copied, and must still be there."""
-    return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def environment_stamp(doctrees: Path) -> list[int] | None:
-    """The saved environment's size and time: another Sphinx run on these doctrees (the live
-    preview, sphinx-build by hand) changes it, and may have read pages without failing."""
-    try:
-        stat = (doctrees / "environment.pickle").stat()
-    except OSError:
-        return None
-    return [stat.st_size, stat.st_mtime_ns]
-
-
-def read_note(doctrees: Path) -> dict:
-    """The note, or {} (no trust) when it is missing or damaged."""
-    try:
-        note = json.loads((doctrees / NOTE).read_text(encoding="utf8"))
-    except (OSError, ValueError):
-        return {}
-    return note if isinstance(note, dict) else {}
-
-
-def forget_note(doctrees: Path) -> None:
-    """From now until it succeeds, the build of this language is not trusted."""
-    publish.remove(doctrees / NOTE)
-
-
-def write_note(doctrees: Path, note: dict) -> None:
-    doctrees.mkdir(parents=True, exist_ok=True)
-    write_atomically(doctrees / NOTE, json.dumps(note, indent=1) + "\n")
-
-
-def report_nothing_read(doctrees: Path) -> None:
-    """The executions report of a build that did not start Sphinx: it read and executed nothing."""
-    path = doctrees / EXECUTIONS_FILE
-    with suppress(OSError, ValueError):
-        report = json.loads(path.read_text(encoding="utf8"))
-        path.write_text(json.dumps({**report, "read": [], "executed": [], "seconds": {}}, indent=1) + "\n")
-
-
 # --- processes: Sphinx in a group of its own, signals passed on, nothing left behind ---------
 
 STOP_GRACE = 30  # seconds Sphinx has to stop after a signal before it is killed
@@ -367,48 +271,6 @@ def run_sphinx(command: list[str], stop: Stop, turn: ReadingTurn | None = None) 
         stop.children.remove(child)
 
 
-class ReadingTurn:
-    """Languages build at once, but read their pages one after the other, in conf.py's order.
-
-    Reading is where pages execute, and every language's pages are one execution: the first
-    language runs a changed page and the others take its outputs from the cache, instead of
-    running it at once. The rest (starting Sphinx, writing, the steps after) overlaps. Each
-    language's Sphinx holds its turn, a lock the driver takes before any of them starts,
-    until it has read its pages; it waits for the turn before its own to be given up (the
-    previous language read, failed or was unchanged) before it reads
-    (:func:`..execution.page_execution.wait_for_reading_turn`). Sphinx is told both through
-    settings (configuration/settings.py's ``book_reading_turn_fd`` and ``book_reading_after``),
-    passed with -D: :meth:`settings`."""
-
-    def __init__(self, path: Path, after: Path | None) -> None:
-        import fcntl
-
-        self.path, self.after = path, after
-        self.fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)  # this build holds the output folder: nobody else waits
-
-    def fds(self) -> tuple[int, ...]:
-        return () if self.fd is None else (self.fd,)
-
-    def settings(self) -> dict[str, str]:
-        """The settings that tell Sphinx its turn: the lock it holds (this descriptor, passed
-        to it), and the lock file of the language before it ("": none)."""
-        return {"book_reading_turn_fd": "" if self.fd is None else str(self.fd),
-                "book_reading_after": "" if self.after is None else str(self.after)}
-
-    def overrides(self) -> list[str]:
-        return [argument for name, value in self.settings().items() for argument in ("-D", f"{name}={value}")]
-
-    def handed_over(self) -> None:
-        """Sphinx holds the lock now (the same open file): it ends with its reading, or its life."""
-        self.give_up()
-
-    def give_up(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
 def end_leftovers(grace: float = 5) -> list[str]:
     """End every process the build left running (a kernel, a page's background process: the
     driver is their subreaper, so they stay its descendants) and wait until they are gone."""
@@ -421,77 +283,6 @@ def end_leftovers(grace: float = 5) -> list[str]:
             names.append(f"{process.name()} (pid {process.pid})")
     processes.stop(left, grace)
     return names
-
-
-def hold_lock(path: Path) -> int | None:
-    """An exclusive lock on ``path`` (flock, as the filelock package takes it), or None when
-    another build holds it. The descriptor goes to Sphinx too (pass_fds), and from it to its
-    parallel readers: if the driver is killed, the lock stays held until they are gone."""
-    import fcntl
-
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
-
-
-LOCK = "book-build.lock"
-
-
-def hold_build_locks(args: argparse.Namespace, holder: str = "") -> tuple[list[int], str | None]:
-    """What a build holds for its whole run, or the one line that says why it cannot start: a lock
-    in its execution cache and one in its output folder (two builds writing one jupyter-cache, or
-    one output folder, at once can corrupt it), and a shared lock on the Python environment it runs
-    from, so that no session updates it meanwhile (:func:`.toolchain.hold_shared`). The live
-    preview takes the same (:mod:`.serve`, ``holder``: how a refused build names it)."""
-    from .toolchain import ToolchainError, hold_shared
-
-    device_dir = args.out / args.device
-    locks: list[int] = []
-    problem = None
-    for folder, option, using in ((args.cache_root, "--cache-root", f"using the execution cache {args.cache_root}"),
-                                  (device_dir, "--out", f"writing {device_dir}")):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            lock = hold_lock(folder / LOCK)
-        except OSError as error:
-            problem = f"cannot write {folder}: {error.strerror or error}"
-            break
-        if lock is None:
-            problem = busy(folder / LOCK, using, option, preview=bool(holder))
-            break
-        os.ftruncate(lock, 0)
-        os.pwrite(lock, holder.encode(), 0)  # who holds it, for a refused build to say
-        locks.append(lock)
-    if problem is None:
-        try:
-            shared = hold_shared()
-        except ToolchainError as error:
-            problem = str(error)
-        else:
-            locks += [shared] if shared is not None else []
-    if problem is not None:
-        for lock in locks:
-            os.close(lock)
-        return [], problem
-    return locks, None
-
-
-def busy(lock: Path, using: str, option: str, preview: bool) -> str:
-    """Why a build (or, with ``preview``, the live preview) cannot take a lock that is held."""
-    try:
-        holder = lock.read_text(encoding="utf8").strip()
-    except (OSError, UnicodeDecodeError):
-        holder = ""
-    who = holder or "another build"
-    if preview:
-        return f"{who} is {using}: wait for it to finish, then start the preview again"
-    if holder:
-        return f"{who} is {using}: stop it, or give this build its own {option}"
-    return f"another build is {using}: wait for it to finish, or give this one its own {option}"
 
 
 # --- the build ------------------------------------------------------------------------------
@@ -592,7 +383,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
                    turn: ReadingTurn | None = None) -> tuple[str, str | None]:
     """Build one language and say so in one line: ("unchanged", "built", "failed" or "stopped",
     the digest of what an html build read, to note once the site is published). ``book``: the
-    code's and the site's parts (:func:`code_parts`, :func:`site_input_parts`), the same for
+    code's and the site's parts (:func:`.last_build.code_parts`, :func:`.last_build.site_input_parts`), the same for
     every language. With a ``turn`` (languages built at once), the processes it leaves are
     ended once all are done."""
     code = language.code
@@ -656,7 +447,7 @@ def report_doctest_relaxations(args: argparse.Namespace, language: Language) -> 
 
 def built_at_once(args: argparse.Namespace, languages: list[Language], stop: Stop,
                   book: tuple[dict, dict | None]) -> dict[str, tuple]:
-    """The html build of every language at once, each reading in its turn (:class:`ReadingTurn`):
+    """The html build of every language at once, each reading in its turn (:class:`.reading_turn.ReadingTurn`):
     on two cores a rebuild after an edit takes about the time of the slower language."""
     from concurrent.futures import ThreadPoolExecutor
 

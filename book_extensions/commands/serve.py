@@ -8,7 +8,7 @@ It writes the build's own folders (``_build/<device>/doctrees/``, ``html-work/``
 execution cache), so it holds the build's locks for as long as it runs: a build started
 meanwhile is refused in one line naming the preview, and the preview does not start while
 a build runs (``--out`` and ``--cache-root`` give it folders of its own). It holds its
-toolchain shared too, as a build does (:func:`.build.hold_build_locks`). Before it starts,
+toolchain shared too, as a build does (:func:`.build_locks.hold_build_locks`). Before it starts,
 it makes the driver's checks (:func:`.build.start_problems`: settings, folders, locale, every
 input file), one line each, and compiles the catalogs, as a build does.
 """
@@ -20,9 +20,11 @@ import os
 import sys
 from pathlib import Path
 
+from ..configuration.settings import book_languages
 from ..paths import ROOT
-from .build import book_languages, compile_sphinx_catalogs, hold_build_locks, sphinx_command, start_problems
+from .build import compile_sphinx_catalogs, sphinx_command, start_problems
 from .build import parse_args as build_args
+from .build_locks import hold_build_locks
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -194,7 +194,7 @@ class BookConfig:
                                default_factory=lambda: os.environ.get("BOOK_DEVICE", "cpu"))
     # Relative to conf.py's folder; the build driver passes an absolute one.
     book_cache_root: str = setting(".jupyter_cache", types=str, rebuild="", check=not_empty)
-    # The build driver's, for languages built at once (commands/build.py's ReadingTurn): the
+    # The build driver's, for languages built at once (commands/reading_turn.py's ReadingTurn): the
     # descriptor of the lock this language holds until it has read its pages, and the lock file
     # of the language before it, given up once that one has read. Empty: no turn (one language,
     # sphinx-build by hand). Their values change from build to build: they never make Sphinx

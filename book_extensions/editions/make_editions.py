@@ -32,7 +32,7 @@ import unicodedata
 from pathlib import Path
 
 from ..commands import build
-from ..configuration.settings import Language, read
+from ..configuration.settings import Language, book_languages, read
 from ..paths import ROOT, write_atomically
 from .offline_builders import OFFLINE, edition_file_name, sources_digest, write_stamp
 
@@ -51,7 +51,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def languages_of(args: argparse.Namespace) -> list[Language]:
-    every = build.book_languages(args.confdir)
+    every = book_languages(args.confdir)
     return [lang for lang in every if not args.languages or lang.code in args.languages]
 
 

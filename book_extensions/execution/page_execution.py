@@ -216,7 +216,7 @@ def reread_pages_with_problems(app: Sphinx, env, added, changed, removed) -> lis
 
 def wait_for_reading_turn(app: Sphinx, env, docnames: list[str]) -> None:
     """With the languages built at once, the language before this one reads (and executes)
-    first: this one then takes those outputs from the cache (commands/build.ReadingTurn)."""
+    first: this one then takes those outputs from the cache (commands/reading_turn.ReadingTurn)."""
     after = app.config.book_reading_after
     if after:
         fd = os.open(after, os.O_RDWR | os.O_CREAT, 0o644)

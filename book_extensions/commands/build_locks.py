@@ -1,0 +1,79 @@
+"""The locks a build (or the live preview) holds for its whole run, so that one build at a time
+writes an execution cache and an output folder (:func:`hold_build_locks`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+
+def hold_lock(path: Path) -> int | None:
+    """An exclusive lock on ``path`` (flock, as the filelock package takes it), or None when
+    another build holds it. The descriptor goes to Sphinx too (pass_fds), and from it to its
+    parallel readers: if the driver is killed, the lock stays held until they are gone."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+LOCK = "book-build.lock"
+
+
+def hold_build_locks(args: argparse.Namespace, holder: str = "") -> tuple[list[int], str | None]:
+    """What a build holds for its whole run, or the one line that says why it cannot start: a lock
+    in its execution cache and one in its output folder (two builds writing one jupyter-cache, or
+    one output folder, at once can corrupt it), and a shared lock on the Python environment it runs
+    from, so that no session updates it meanwhile (:func:`.toolchain.hold_shared`). The live
+    preview takes the same (:mod:`.serve`, ``holder``: how a refused build names it)."""
+    from .toolchain import ToolchainError, hold_shared
+
+    device_dir = args.out / args.device
+    locks: list[int] = []
+    problem = None
+    for folder, option, using in ((args.cache_root, "--cache-root", f"using the execution cache {args.cache_root}"),
+                                  (device_dir, "--out", f"writing {device_dir}")):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            lock = hold_lock(folder / LOCK)
+        except OSError as error:
+            problem = f"cannot write {folder}: {error.strerror or error}"
+            break
+        if lock is None:
+            problem = busy(folder / LOCK, using, option, preview=bool(holder))
+            break
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, holder.encode(), 0)  # who holds it, for a refused build to say
+        locks.append(lock)
+    if problem is None:
+        try:
+            shared = hold_shared()
+        except ToolchainError as error:
+            problem = str(error)
+        else:
+            locks += [shared] if shared is not None else []
+    if problem is not None:
+        for lock in locks:
+            os.close(lock)
+        return [], problem
+    return locks, None
+
+
+def busy(lock: Path, using: str, option: str, preview: bool) -> str:
+    """Why a build (or, with ``preview``, the live preview) cannot take a lock that is held."""
+    try:
+        holder = lock.read_text(encoding="utf8").strip()
+    except (OSError, UnicodeDecodeError):
+        holder = ""
+    who = holder or "another build"
+    if preview:
+        return f"{who} is {using}: wait for it to finish, then start the preview again"
+    if holder:
+        return f"{who} is {using}: stop it, or give this build its own {option}"
+    return f"another build is {using}: wait for it to finish, or give this one its own {option}"

@@ -1,0 +1,133 @@
+"""The note of a language's last good build, and the digests of what a build reads.
+
+Each language's doctrees hold ``book-last-build.json`` (:data:`NOTE`), written when its html
+build ends well and removed when any build starts: what the build read (:func:`code_parts`,
+:func:`site_input_parts`, the sources), the saved environment's stamp and the files it
+published. The build driver (:mod:`.build`) compares a new build's inputs with it to decide
+whether Sphinx must read every page again, or need not start at all (then
+:func:`report_nothing_read` says so in the executions report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from contextlib import suppress
+from dataclasses import asdict
+from pathlib import Path
+
+from ..configuration import settings, site_inputs
+from ..configuration.settings import Language
+from ..configuration.site_inputs import digest_of_files
+from ..execution.cache_key import EXECUTIONS_FILE, cache_dir
+from ..execution.kernel_inputs import installed_packages
+from ..paths import write_atomically
+from . import publish
+
+NOTE = "book-last-build.json"  # beside each language's doctrees: its last successful build
+# Environment variables that change what a build or its kernels do.
+ENVIRONMENT = ("PYTHON", "JUPYTER", "IPYTHON", "BOOK_", "SPHINX", "SOURCE_DATE_EPOCH", "TZ", "LANG", "LC_",
+               "OMP_", "MKL_", "TORCH_", "PYTORCH_", "CUDA_")
+
+
+def code_parts(args: argparse.Namespace) -> dict[str, str]:
+    """What every page depends on, beyond the page, by part: the extensions' code, conf.py,
+    the Python and its packages, the settings (and, per language, :func:`language_part`).
+    A change reads every page again. Digested once a run, for every language."""
+    # By the metadata folders on the path (as the cache key): importlib.metadata's distributions()
+    # also reads the working directory ("" on the path), and a run of the tests saw its list change
+    # between two builds of one test with nothing installed ("read again: packages changed").
+    packages = installed_packages()
+    settings = {
+        "python": sys.executable, "device": args.device,
+        "cache": str(cache_dir(args.cache_root, args.device)), "sphinx": args.sphinx_args,
+        "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT)),
+    }
+    # A stricter rule or an edited example must reach every page (site_inputs.code_inputs).
+    return {
+        **{name: digest_of_files(*where) for name, where in site_inputs.code_inputs(args.docs, args.confdir).items()},
+        "packages": hashlib.sha256("\n".join(packages).encode()).hexdigest(),
+        "settings": hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest(),
+    }
+
+
+def language_part(language: Language) -> dict[str, str]:
+    return {"language": hashlib.sha256(json.dumps(asdict(language), sort_keys=True).encode()).hexdigest()}
+
+
+def site_input_parts(args: argparse.Namespace) -> dict[str, str] | None:
+    """What an html build reads besides the code's parts, by part: when these and the code's
+    are unchanged, so is the site it makes. None for the other builders."""
+    if args.builder != "html":
+        return None
+    return {"builder": args.builder,
+            "pages": digest_of_files((args.docs, "**/*")),  # every language: a language is compared with the reference one
+            "records": digest_of_files(*site_inputs.record_inputs(
+                args.confdir, settings.read(args.confdir, settings.override_pairs(args.sphinx_args)))),
+            # The offline editions, which every page links and the site carries (a few MB: hashed in ms).
+            "offline editions": digest_of_files((args.out / args.device / "offline", "**/*"))}
+
+
+def why_read_again(note: dict, parts: dict[str, str] | None, site_files: dict | None) -> str:
+    """What changed since the language was last published, as the build's line says it:
+    " (read again: pages changed)"; empty without an earlier note to compare with."""
+    noted = note.get("site_parts")
+    if parts is None or not isinstance(noted, dict):
+        return ""
+    changed = [name for name in parts if noted.get(name) != parts[name]]
+    if not changed and site_files is not None and site_files != note.get("files"):
+        changed = ["the published files"]
+    return f" (read again: {', '.join(changed)} changed)" if changed else ""
+
+
+def source_files(args: argparse.Namespace, code: str) -> dict[str, str]:
+    """Each source file of a language and its content's digest (which page changed is the
+    extensions' to tell: execution/changed_pages.py, by content)."""
+    folder = args.docs / code
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def folder_files(folder: Path) -> dict[str, int]:
+    """Each file of a built folder and its size: what publishing copied, and must still be there."""
+    return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def environment_stamp(doctrees: Path) -> list[int] | None:
+    """The saved environment's size and time: another Sphinx run on these doctrees (the live
+    preview, sphinx-build by hand) changes it, and may have read pages without failing."""
+    try:
+        stat = (doctrees / "environment.pickle").stat()
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def read_note(doctrees: Path) -> dict:
+    """The note, or {} (no trust) when it is missing or damaged."""
+    try:
+        note = json.loads((doctrees / NOTE).read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return {}
+    return note if isinstance(note, dict) else {}
+
+
+def forget_note(doctrees: Path) -> None:
+    """From now until it succeeds, the build of this language is not trusted."""
+    publish.remove(doctrees / NOTE)
+
+
+def write_note(doctrees: Path, note: dict) -> None:
+    doctrees.mkdir(parents=True, exist_ok=True)
+    write_atomically(doctrees / NOTE, json.dumps(note, indent=1) + "\n")
+
+
+def report_nothing_read(doctrees: Path) -> None:
+    """The executions report of a build that did not start Sphinx: it read and executed nothing."""
+    path = doctrees / EXECUTIONS_FILE
+    with suppress(OSError, ValueError):
+        report = json.loads(path.read_text(encoding="utf8"))
+        path.write_text(json.dumps({**report, "read": [], "executed": [], "seconds": {}}, indent=1) + "\n")

@@ -63,6 +63,9 @@ how a file is written whole or not at all (standard library only); every module 
 from there. :mod:`.myst_source` says how a page's MyST source is read without Sphinx (its front
 matter, fences of any length, nested ones, code cells) and which characters are Han; the checks
 and tools that scan a page's source line by line read it through that module.
+:mod:`.build_state` holds what the extensions keep between Sphinx's events, in two typed
+records: a run's (on the application) and the last build's view of the site (on the
+environment); each page's is :mod:`~.execution.page_state`.
 
 Where the book leans on another project's internals or copies its files, and why:
 :mod:`.upstream` lists every case (at most 15); ``tests/test_upstream.py`` fails when one moves,

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from book_extensions import build_state
 from book_extensions.configuration.messages import ENGLISH, message
 from book_extensions.execution import page_execution, runner
 from book_extensions.execution.page_execution import EXECUTIONS_FILE
@@ -76,13 +77,14 @@ def test_two_applications_in_one_process_keep_their_own_state(sphinx_book, tmp_p
     assert message(en.config, "full_stop") == "." and message(zh.config, "full_stop") == "。"
     # Each build has its own page executor: the first executed the page, the second took it
     # from the cache they share, and neither's notebooks went to the other.
-    assert en.book_page_runner is not zh.book_page_runner
+    assert build_state.run(en).page_runner is not build_state.run(zh).page_runner
     assert [path.name for path in (tmp_path / "tmp").iterdir() if path.name != "jieba.cache"] == []
     for app in (en, zh):  # each stages the package its kernels import beside its own doctrees
         assert (app.doctreedir / page_execution.KERNEL_PACKAGE_FOLDER / "book_extensions" / "kernel" / "startup.py").is_file()
     for app, executed in ((en, ["index"]), (zh, [])):
         assert json.loads((app.doctreedir / EXECUTIONS_FILE).read_text())["executed"] == executed
-        assert app.book_page_runner.executions == {} and app.book_page_runner.executed_notebooks == {}
+        page_runner = build_state.run(app).page_runner
+        assert page_runner.executions == {} and page_runner.executed_notebooks == {}
     # myst-nb's client is replaced once, and outside a book's page it is myst-nb's own.
     assert myst_nb.sphinx_.create_client.book_dispatch and runner.READING.get() is None
     # Nothing to warn about, but that docutils' registries are the process's: the second

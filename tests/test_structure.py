@@ -26,11 +26,16 @@ def module_name(path: Path, root: Path) -> str:
 
 
 def imports(path: Path, root: Path) -> set[str]:
-    """The package's modules that ``path`` imports, anywhere in it."""
+    """The package's modules that ``path`` imports, anywhere in it but under
+    ``if TYPE_CHECKING:`` (an import for a type annotation only, never run)."""
     name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            node.body = []
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -82,7 +87,9 @@ def test_the_checks_see_a_loop_and_a_wrong_way_import(tmp_path):
     (root / "commands").mkdir(parents=True)
     (root / "__init__.py").write_text("")
     (root / "commands" / "__init__.py").write_text("")
-    (root / "a.py").write_text("from . import b\n")
+    (root / "a.py").write_text("from . import b, c\n")
+    # An import for a type annotation only never runs: no loop through c.
+    (root / "c.py").write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .a import f\n")
     (root / "b.py").write_text("def f():\n    from .a import g\n    from .commands.cli import main\n")
     (root / "commands" / "cli.py").write_text("from ..a import f\n")
     graph = import_graph(root)
@@ -90,6 +97,8 @@ def test_the_checks_see_a_loop_and_a_wrong_way_import(tmp_path):
         ["book_extensions.a", "book_extensions.b"],
         ["book_extensions.a", "book_extensions.b", "book_extensions.commands.cli"]]
     assert ("book_extensions.b", "book_extensions.commands.cli") in graph.edges
+    assert ("book_extensions.a", "book_extensions.c") in graph.edges
+    assert ("book_extensions.c", "book_extensions.a") not in graph.edges
     assert in_command_line("book_extensions.commands.cli") and not in_command_line("book_extensions.b")
 
 

@@ -18,6 +18,7 @@ import pytest
 from books import FIXTURES, ROOT, assert_one_line_config_error, assert_reported, build_book, warnings_of
 
 # Through the modules, so that on code without a rule each test fails on its own.
+from book_extensions import build_state
 from book_extensions.checks import prose, typography
 
 TERMS = ROOT / "docs" / "terms.zh.toml"
@@ -135,7 +136,9 @@ def test_the_site_title_and_interface_strings_are_checked(monkeypatch):
     config = SimpleNamespace(project="部分截断", html_title="部分截断", language="zh_CN")
     reported = []
     monkeypatch.setattr(prose.logger, "warning", lambda message, **kw: reported.append((kw["location"], message)))
-    prose.check_interface(SimpleNamespace(config=config, book_terms=("docs/terms.zh.toml", prose.load_terms(TERMS))))
+    app = SimpleNamespace(config=config)
+    build_state.run(app).terms = ("docs/terms.zh.toml", prose.load_terms(TERMS))
+    prose.check_interface(app)
     assert reported and reported[0][0] == "conf.py (book_languages: project)" and "'截断'" in reported[0][1]
     assert len(reported) == 1  # the catalogs themselves are clean (and html_title, equal, is not read twice)
     where = [place for place, _ in prose.interface_texts(SimpleNamespace(config=config))]

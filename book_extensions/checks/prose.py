@@ -31,6 +31,7 @@ from sphinx.config import Config
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from .. import build_state
 from ..myst_source import blocks, fence_at, front_matter_end, lines
 from ..paths import PACKAGE, ROOT
 from .term_list import PATTERN_KEYS, TERM_KEYS, Pattern, Term, load_terms, pattern_of, term_of  # noqa: F401
@@ -183,7 +184,7 @@ def describe(finding: Finding, listed_in: str) -> str:
 def read_terms(app: Sphinx, config: Config) -> None:
     name = TERMS.format(code=Path(app.srcdir).name)
     path = Path(app.srcdir).parent / name
-    app.book_terms = (f"docs/{name}", load_terms(path) if path.is_file() else [])
+    build_state.run(app).terms = (f"docs/{name}", load_terms(path) if path.is_file() else [])
 
 
 def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
@@ -194,7 +195,7 @@ def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
             "printed comes from its record (nox -s versions)",
             location=(docname, line), type="book", subtype="literal_version",
         )
-    listed_in, terms = app.book_terms
+    listed_in, terms = build_state.run(app).terms
     for finding in term_findings(source[0], terms):
         logger.warning(describe(finding, listed_in), location=(docname, finding.line), type="book", subtype="term")
 
@@ -217,7 +218,7 @@ def interface_texts(app: Sphinx) -> list[tuple[str, str]]:
 
 
 def check_interface(app: Sphinx) -> None:
-    listed_in, terms = app.book_terms
+    listed_in, terms = build_state.run(app).terms
     if not terms:
         return
     for where, text in interface_texts(app):

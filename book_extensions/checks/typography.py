@@ -40,6 +40,7 @@ from sphinx.application import Sphinx
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
+from .. import build_state
 from ..configuration.languages import current_language
 from ..myst_source import HAN, blocks
 from ..paths import ROOT
@@ -100,11 +101,11 @@ def load_autocorrect(app: Sphinx, config) -> None:
     path = Path(app.srcdir).parent.parent / CONFIG
     if path.is_file():
         autocorrect_py.load_config(read_config(path))
-    app.book_autocorrect = autocorrect_py
+    build_state.run(app).autocorrect = autocorrect_py
 
 
 def lint_source(app: Sphinx, docname: str, source: list[str]) -> None:
-    autocorrect = getattr(app, "book_autocorrect", None)
+    autocorrect = build_state.run(app).autocorrect
     if autocorrect is None:
         return
     for line in autocorrect.lint_for(source[0], f"{docname}.md").lines:

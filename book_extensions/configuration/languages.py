@@ -27,6 +27,7 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
+from .. import build_state
 from ..paths import PACKAGE
 from .messages import CATALOG, compiled_catalog, message
 from .settings import Language
@@ -133,8 +134,8 @@ def rewrite_when_other_languages_change(app: Sphinx, env, added, changed, remove
     # sees no change in this one, so its pages would keep stale links. (Sphinx saves
     # the environment only when it reads a page: hence "unknown" counts as changed.)
     now = pages_of_every_language(app)
-    before = getattr(env, "book_language_pages", None)
-    env.book_language_pages = now
+    state = build_state.site(env)
+    before, state.language_pages = state.language_pages, now
     return sorted(env.found_docs) if before != now else []
 
 

@@ -34,6 +34,7 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from .. import build_state
 from ..configuration import settings
 from ..configuration.languages import current_language
 from ..configuration.messages import message
@@ -108,12 +109,12 @@ def current_editions(app: Sphinx) -> list[Path]:
 def find_current_editions(app: Sphinx) -> None:
     """Once per html build, before any page is read or written (parallel writers inherit it)."""
     if app.builder.name == "html":
-        app.env.book_current_editions = current_editions(app)
+        build_state.site(app.env).current_editions = current_editions(app)
 
 
 def built_editions(app: Sphinx) -> list[Path]:
     """The offline editions of this language that the site links and carries."""
-    return getattr(app.env, "book_current_editions", [])
+    return build_state.site(app.env).current_editions
 
 
 def configure_epub(app: Sphinx, config: Config) -> None:
@@ -192,7 +193,8 @@ def rewrite_when_editions_change(app: Sphinx, env, added, changed, removed) -> l
     if app.builder.name != "html":
         return []
     now = [path.name for path in built_editions(app)]
-    before, env.book_editions = getattr(env, "book_editions", []), now
+    state = build_state.site(env)
+    before, state.editions = state.editions, now
     return sorted(env.found_docs - set(removed)) if now != before else []
 
 

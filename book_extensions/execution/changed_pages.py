@@ -23,6 +23,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 
+from .. import build_state
 from . import page_state
 
 
@@ -55,7 +56,7 @@ def snapshot(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
     in the source folder and of every dependency known, as they are before this build reads them."""
     files = {p for p in Path(env.srcdir).rglob("*") if p.is_file()}
     files |= {Path(p) for deps in env.dependencies.values() for p in deps}
-    app.book_source_snapshot = {str(p): file_digest(p) for p in files}
+    build_state.run(app).source_snapshot = {str(p): file_digest(p) for p in files}
 
 
 def note_dependencies(app: Sphinx, doctree) -> None:
@@ -70,7 +71,7 @@ def note_dependencies(app: Sphinx, doctree) -> None:
     for node in doctree.findall(PendingGlueReference) if doctree is not None else ():
         if node.refdoc != env.docname:
             env.note_dependency(str(env.doc2path(node.refdoc)))
-    known = getattr(app, "book_source_snapshot", {})
+    known = build_state.run(app).source_snapshot
     page_state.of(env).dependencies = {
         str(p): known[str(p)] if str(p) in known else file_digest(p)
         for p in sorted(env.dependencies.get(env.docname, ()))

@@ -43,6 +43,7 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
+from .. import build_state
 from ..checks import remote_loads
 from ..configuration.messages import message
 from ..editions import offline_builders
@@ -96,7 +97,7 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     config.nb_execution_allow_errors = True
     config.nb_execution_raise_on_error = False
     # This build's page executor: myst-nb runs every page through it from now on.
-    app.book_page_runner = runner.PageRunner.for_build(
+    build_state.run(app).page_runner = runner.PageRunner.for_build(
         Path(app.confdir), Path(app.srcdir).parent, limit=config.book_output_limit,
         build_folders=[Path(app.outdir), Path(app.doctreedir), Path(config.book_cache_root)],
         log=Path(app.doctreedir, "book-writes.log"), kernel_environment=kernel_environment)
@@ -137,7 +138,7 @@ def forget_failure_reports(app: Sphinx) -> None:
 
 def executed_notebook(app: Sphinx, docname: str):
     """The page's notebook with its outputs, as this build's page executor left it."""
-    return app.book_page_runner.executed_notebooks.pop(str(Path(app.env.doc2path(docname))))
+    return build_state.run(app).page_runner.executed_notebooks.pop(str(Path(app.env.doc2path(docname))))
 
 
 def report_failed_execution(app: Sphinx, docname: str, exec_data: dict) -> None:
@@ -179,14 +180,14 @@ def provenance_note(app: Sphinx, exec_data: dict) -> nodes.paragraph:
 
 def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
     # Sphinx parses the page next: myst-nb's client for it is this build's page executor's.
-    app.book_page_runner.reading(app.env.doc2path(docname))
+    build_state.run(app).page_runner.reading(app.env.doc2path(docname))
 
 
 def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     runner.done_reading()
     env = app.env
     docname = env.docname
-    exec_data = app.book_page_runner.executions.pop(str(Path(env.doc2path(docname))), None)
+    exec_data = build_state.run(app).page_runner.executions.pop(str(Path(env.doc2path(docname))), None)
     if not exec_data:
         return  # nothing to execute
     state = page_state.of(env)
@@ -228,20 +229,20 @@ def wait_for_reading_turn(app: Sphinx, env, docnames: list[str]) -> None:
 
 def end_reading_turn(app: Sphinx, env) -> None:
     held = app.config.book_reading_turn_fd
-    if held and not getattr(app, "book_reading_turn_ended", False):
-        app.book_reading_turn_ended = True  # once: the descriptor's number may be reused after
+    if held and not build_state.run(app).reading_turn_ended:
+        build_state.run(app).reading_turn_ended = True  # once: the descriptor's number may be reused after
         with suppress(OSError):
             fcntl.flock(int(held), fcntl.LOCK_UN)
             os.close(int(held))
 
 
 def on_env_before_read_docs(app: Sphinx, env, docnames: list[str]) -> None:
-    env.book_read_now = sorted(docnames)
+    build_state.site(env).read_now = sorted(docnames)
 
 
 def write_executions(app: Sphinx) -> None:
     env = app.env
-    read = getattr(env, "book_read_now", [])
+    read = build_state.site(env).read_now
     report = {
         "read": read,
         "executed": sorted(d for d in read if page_state.of(env, d).executed),

@@ -291,6 +291,41 @@ class PageProcesses:
         return sorted(self.started[process] for process in left)
 
 
+def kernel_refused(notebook) -> Execution | None:
+    """A page whose front matter names another kernel spec: only the book's is checked and
+    keyed (cache_key.check_kernel, kernel_inputs)."""
+    kernel_name = notebook.metadata.get("kernelspec", {}).get("name", kernel_inputs.KERNEL_NAME)
+    if kernel_name == kernel_inputs.KERNEL_NAME:
+        return None
+    return Execution(0.0, error="PageProblem", detail=(
+        f"the page's front matter names the kernel spec {kernel_name!r}: every page runs the "
+        f"book's kernel {kernel_inputs.KERNEL_NAME!r}, the one the execution cache is keyed by; "
+        f"name that one (kernelspec: name: {kernel_inputs.KERNEL_NAME})"))
+
+
+def run_kernel(client, environment: dict[str, str], kernel_log: Path) -> Execution:
+    """Run the page's cells; how it ended, as an Execution (no time yet). The kernel's own
+    messages (not the cells' output, which arrives as messages) go to ``kernel_log``: its last
+    line says why a dead kernel died."""
+    result = Execution(0.0)
+    try:
+        with kernel_log.open("w") as log:
+            client.execute(stdout=log, stderr=log, env=environment)
+    except CellTimeoutError:
+        result.error = "CellTimeoutError"
+    except DeadKernelError:
+        code = client.kernel_exit_code
+        result.error = "DeadKernelError"
+        result.detail = f"exit code {code}" if code is not None else "exit code unknown"
+        last = [line for line in kernel_log.read_text(errors="replace").splitlines() if line.strip()]
+        if last:
+            result.detail += f": {last[-1].strip()}"
+    except Exception as error:  # noqa: BLE001 - reported with the page, never a crash
+        result.error = type(error).__name__
+        result.detail = (str(error).strip().splitlines() or [""])[0]
+    return result
+
+
 @dataclass
 class PageRunner:
     """The page executor of one build: runs its pages and keeps what they left.
@@ -372,6 +407,9 @@ class PageRunner:
         A page must not change the watched files, and must wait for the processes it starts:
         those still running when it ends are stopped and reported.
         """
+        refused = kernel_refused(notebook)
+        if refused is not None:
+            return refused
         running: dict[str, int] = {}
         processes = PageProcesses()
 
@@ -389,16 +427,8 @@ class PageRunner:
         async def on_notebook_error(notebook) -> None:
             await client.kernel_failed(notebook)
 
-        kernel_name = notebook.metadata.get("kernelspec", {}).get("name", kernel_inputs.KERNEL_NAME)
-        if kernel_name != kernel_inputs.KERNEL_NAME:
-            # Only the book's kernel spec is checked and keyed (cache_key.check_kernel, kernel_inputs).
-            return Execution(0.0, error="PageProblem", detail=(
-                f"the page's front matter names the kernel spec {kernel_name!r}: every page runs the "
-                f"book's kernel {kernel_inputs.KERNEL_NAME!r}, the one the execution cache is keyed by; "
-                f"name that one (kernelspec: name: {kernel_inputs.KERNEL_NAME})"))
         before = self.source_state()
         started = time.perf_counter()
-        result = Execution(0.0)
         # A cell may leave a process writing in its folder: cleaning up must not fail the build.
         with (tempfile.TemporaryDirectory(prefix="book-page-", ignore_cleanup_errors=True) as scratch,
               socket_parent(scratch) as parent):
@@ -408,7 +438,7 @@ class PageRunner:
             work = Path(scratch, "work")
             sockets.mkdir()
             work.mkdir()
-            manager = IpcKernelManager(kernel_name=kernel_name, ip=str(sockets / "kernel"))
+            manager = IpcKernelManager(kernel_name=kernel_inputs.KERNEL_NAME, ip=str(sockets / "kernel"))
             client = CheckedClient(
                 notebook,
                 km=manager,
@@ -423,33 +453,8 @@ class PageRunner:
                 output_limit=self.output_limit,
             )
             client.owns_km = True  # so that nbclient shuts the kernel down when the page is done
-            # Never the build's environment: what a kernel gets is listed in kernel_inputs.
-            if self.kernel_environment is None:  # a bare runner's: the package lives and goes with the page
-                package = kernel_inputs.staged_kernel_package(Path(scratch, "kernel-package"))
-                environment = kernel_inputs.kernel_environment("cpu", Path(scratch, "home"), package=package)
-            else:
-                environment = self.kernel_environment(Path(scratch, "home"))
-            if self.writes_log is not None:  # read by kernel/writes.py
-                environment.update(BOOK_WRITES_LOG=str(self.writes_log), BOOK_PAGE_ID=scratch,
-                                   BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))
-            # The kernel's own messages (not the cells' output, which arrives as messages)
-            # go to a log: the last line says why a dead kernel died.
-            kernel_log = Path(scratch, "kernel.log")
             try:
-                with kernel_log.open("w") as log:
-                    client.execute(stdout=log, stderr=log, env=environment)
-            except CellTimeoutError:
-                result.error = "CellTimeoutError"
-            except DeadKernelError:
-                code = client.kernel_exit_code
-                result.error = "DeadKernelError"
-                result.detail = f"exit code {code}" if code is not None else "exit code unknown"
-                last = [line for line in kernel_log.read_text(errors="replace").splitlines() if line.strip()]
-                if last:
-                    result.detail += f": {last[-1].strip()}"
-            except Exception as error:  # noqa: BLE001 - reported with the page, never a crash
-                result.error = type(error).__name__
-                result.detail = (str(error).strip().splitlines() or [""])[0]
+                result = run_kernel(client, self.page_environment(scratch), Path(scratch, "kernel.log"))
             finally:
                 # Before the sources are compared: a process left running cannot write later,
                 # when another page would be blamed.
@@ -460,8 +465,30 @@ class PageRunner:
             raise KeyboardInterrupt
         result.seconds = time.perf_counter() - started
         result.cell = running.get("cell") if result.error else None
-        refusal = client.refusal()
-        if refusal is not None:  # it killed the kernel: that is not the cause to report
+        self.judge(result, notebook, client.refusal(), left)
+        changed = self.changed_sources(before, self.source_state(), self.written_by_other_pages(scratch))
+        if changed and not result.error:
+            result.error = "SourcesChanged"
+            result.detail = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        return result
+
+    def page_environment(self, scratch: str) -> dict[str, str]:
+        """The kernel's environment variables: never the build's (kernel_inputs lists them)."""
+        if self.kernel_environment is None:  # a bare runner's: the package lives and goes with the page
+            package = kernel_inputs.staged_kernel_package(Path(scratch, "kernel-package"))
+            environment = kernel_inputs.kernel_environment("cpu", Path(scratch, "home"), package=package)
+        else:
+            environment = self.kernel_environment(Path(scratch, "home"))
+        if self.writes_log is not None:  # read by kernel/writes.py
+            environment.update(BOOK_WRITES_LOG=str(self.writes_log), BOOK_PAGE_ID=scratch,
+                               BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))
+        return environment
+
+    @staticmethod
+    def judge(result: Execution, notebook, refusal: tuple[int, str] | None, left: list) -> None:
+        """What the page did besides raising: a refusal of the client (which killed the kernel,
+        so the kernel's death is not the cause to report), processes it left running."""
+        if refusal is not None:
             result.error = "PageProblem"
             result.cell, result.detail = refusal
         if left and not result.error:
@@ -471,11 +498,6 @@ class PageRunner:
             count = "a process" if len(left) == 1 else f"{len(left)} processes"
             result.detail = (f"{code_cell(notebook, result.cell)} left {count} running ({shown}): "
                              "a page must wait for what it starts; it was stopped")
-        changed = self.changed_sources(before, self.source_state(), self.written_by_other_pages(scratch))
-        if changed and not result.error:
-            result.error = "SourcesChanged"
-            result.detail = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-        return result
 
     def reading(self, source: Path | str) -> None:
         """The build of this runner parses the page ``source`` now, in this thread: myst-nb's

@@ -26,6 +26,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from .. import build_state
 from ..configuration.languages import current_language
 from ..configuration.messages import message
 from ..execution import page_state
@@ -412,8 +413,8 @@ def records_changed(app: Sphinx, env, added, changed, removed) -> list[str]:
     """Every page, when a release record appeared or went since the last build."""
     results = Path(app.confdir, app.config.book_results_dir)
     present = sorted(p.name for p in results.glob("cpu-torch-*.json"))
-    before = getattr(env, "book_release_records", None)
-    env.book_release_records = present
+    state = build_state.site(env)
+    before, state.release_records = state.release_records, present
     if before is None or before == present:
         return []
     return sorted(env.found_docs - set(removed))

@@ -18,6 +18,7 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from .. import build_state
 from ..configuration.messages import message
 from ..execution import page_state
 from ..records.cell_records import compare, cpu_record_for, current_digests, load
@@ -98,8 +99,8 @@ def records_appeared(app: Sphinx, env, added, changed, removed) -> list[str]:
     every page when the CUDA record did (the navigation of each lists the device page or not)."""
     results = Path(app.confdir, app.config.book_results_dir)
     present = sorted(p.name for p in results.glob("*.json"))
-    before = getattr(env, "book_records_present", None)
-    env.book_records_present = present
+    state = build_state.site(env)
+    before, state.records_present = state.records_present, present
     if before == present:  # None (not yet saved) counts as changed, as in configuration/languages.py
         return []
     if before is None or ("cuda.json" in before) != ("cuda.json" in present):

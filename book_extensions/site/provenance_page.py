@@ -19,6 +19,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from .. import build_state
 from ..configuration.messages import message
 from ..execution import page_state
 from ..execution.cache_key import toolchain, torch_version
@@ -75,7 +76,7 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             "provenance_build", device=device_name(app.config.book_device),
             date=datetime.now(UTC).strftime("%Y-%m-%d")))
         rows = []
-        this_build = set(getattr(app.env, "book_read_now", []))
+        this_build = set(build_state.site(app.env).read_now)
         provenance_pages = page_state.computing(app.env, "build-provenance")
         for page in reading_order(app.env):
             state = page_state.every(app.env).get(page)

@@ -45,6 +45,7 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.search.zh import SearchChinese
 
+from .. import build_state
 from ..checks.prose import TERMS
 from ..myst_source import HAN
 
@@ -156,15 +157,16 @@ def builder_counts(app: Sphinx) -> dict | None:
     """This build's per-page counts, starting from the previous build's file."""
     if getattr(app.builder, "indexer", None) is None:
         return None
-    if not hasattr(app.builder, "book_search_counts"):
+    state = build_state.run(app)
+    if state.search_counts is None:
         previous = Path(app.outdir) / "_static" / COUNTS_FILE
         pages = {}
         if previous.is_file():
             text = previous.read_text(encoding="utf8")
             if text.startswith(COUNTS_PREFIX):
                 pages = json.loads(text[len(COUNTS_PREFIX):].rstrip().rstrip(";"))["pages"]
-        app.builder.book_search_counts = pages
-    return app.builder.book_search_counts
+        state.search_counts = pages
+    return state.search_counts
 
 
 def count_while_indexing(app: Sphinx, doctree: nodes.document, docname: str) -> None:

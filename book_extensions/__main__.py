@@ -37,7 +37,7 @@ VERBS: dict[str, Verb] = {
                        "list the Chinese pages' long sentences: a report for the editor, not a gate"),
     "determinism": Verb("book_extensions.commands.determinism",
                         "execute every page a second time; fail on any output that changed"),
-    "records": Verb("book_extensions.records.cell_records",
+    "records": Verb("book_extensions.records.device_records",
                     "record every cell's outputs per device (results/<device>.json), compare CPU with CUDA"),
     "releases": Verb("book_extensions.records.release_records",
                      "record the book under the installed torch; say what changed between releases"),

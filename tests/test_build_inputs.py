@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from books import FIXTURES, ROOT, build_book
 
-from book_extensions.records import cell_records
+from book_extensions.records import device_records
 
 
 @pytest.mark.fixture
@@ -44,7 +44,7 @@ def test_record_is_refused_while_a_build_uses_the_cache(tmp_path, capsys):
     cache = tmp_path / "cache"
     cache.mkdir()
     with FileLock(str(cache / "book-build.lock")):  # as a running build holds it
-        status = cell_records.main(["record", "--cache-root", str(cache), "--results", str(tmp_path / "results")])
+        status = device_records.main(["record", "--cache-root", str(cache), "--results", str(tmp_path / "results")])
     assert status == 2
     assert capsys.readouterr().err.strip().startswith(f"error: a build is using the execution cache {cache}")
     assert not (tmp_path / "results").exists()
@@ -52,7 +52,7 @@ def test_record_is_refused_while_a_build_uses_the_cache(tmp_path, capsys):
 
 @pytest.mark.unit
 def test_record_without_an_execution_is_one_line(tmp_path, capsys):
-    status = cell_records.main(["record", "--cache-root", str(tmp_path / "cache"), "--docs",
+    status = device_records.main(["record", "--cache-root", str(tmp_path / "cache"), "--docs",
                                 str(FIXTURES / "record_published" / "docs"), "--results", str(tmp_path / "results")])
     assert status == 2
     (line,) = capsys.readouterr().err.strip().splitlines()

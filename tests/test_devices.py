@@ -5,7 +5,7 @@ import json
 import pytest
 from bs4 import BeautifulSoup
 
-from book_extensions.records import cell_records
+from book_extensions.records import cell_records, device_records
 
 
 def record(torch="2.13.0+cpu", **pages):
@@ -64,10 +64,10 @@ def test_changed_code_makes_cells_stale_not_failing():
 
 def test_compare_command(tmp_path, capsys):
     (tmp_path / "cpu.json").write_text(json.dumps(record(page=[("s", ["True\n"])])))
-    assert cell_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
+    assert device_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
     assert "No CUDA run is recorded yet" in capsys.readouterr().out
     (tmp_path / "cuda.json").write_text(json.dumps(record(torch="2.13.0+cu130", page=[("s", ["False\n"])])))
-    assert cell_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 1
+    assert device_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 1
     assert "1 behaviour differences" in capsys.readouterr().out
 
 
@@ -193,7 +193,7 @@ def test_a_changed_image_is_a_behaviour_difference(tmp_path, capsys):
     assert found.detail == "CPU and CUDA show a different image/png"
     (tmp_path / "cpu.json").write_text(json.dumps(cpu))
     (tmp_path / "cuda.json").write_text(json.dumps(cuda))
-    assert cell_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 1
+    assert device_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "/en/page.md code cell 1: CPU and CUDA show a different image/png" in out
     assert "1 behaviour differences" in out and "only text compared" not in out
@@ -205,7 +205,7 @@ def test_a_record_made_before_the_digests_is_compared_on_its_text_and_says_so(tm
     assert cell_records.compare(old, new) == []
     (tmp_path / "cpu.json").write_text(json.dumps(old))
     (tmp_path / "cuda.json").write_text(json.dumps(new))
-    assert cell_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
+    assert device_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path)]) == 0
     assert ("note: only text compared: the record of cpu.json predates the digests of images, HTML and the "
             "other kinds a page shows; record it again to compare them") in capsys.readouterr().out
 
@@ -218,7 +218,7 @@ def test_a_cpu_run_is_held_to_an_older_record_of_its_release_on_what_that_holds(
     run = shown_record("2.11.0+cpu", ["image/png 2222222222222222"])
     run["device"] = "cpu"
     (tmp_path / "run.json").write_text(json.dumps(run))
-    assert cell_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path),
+    assert device_records.main(["compare", "--results", str(tmp_path), "--docs", str(tmp_path),
                               "--record", str(tmp_path / "run.json")]) == 0
     out = capsys.readouterr().out
     assert "only text compared: the record of cpu-torch-2.11.0.json predates" in out

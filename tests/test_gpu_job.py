@@ -20,7 +20,7 @@ import pytest
 
 from book_extensions.commands import wheelhouse
 from book_extensions.paths import ROOT
-from book_extensions.records import cell_records
+from book_extensions.records import device_records
 
 SCRIPT = ROOT / ".ci" / "gpu-check"
 
@@ -277,14 +277,14 @@ def test_a_cpu_run_must_equal_the_record_of_its_release(tmp_path, capsys):
     (results / "cpu-torch-2.11.0.json").write_text(json.dumps(cpu_record(pages)))
     run = tmp_path / "cpu.json"
     run.write_text(json.dumps(cpu_record(pages, date="2026-12-02")))
-    assert cell_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 0
+    assert device_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 0
     assert capsys.readouterr().out.startswith("record identical to results/cpu-torch-2.11.0.json")
     # one digit differs: within the CUDA comparison's tolerance, but two CPU runs must agree exactly
     run.write_text(json.dumps(cpu_record({"page": [{"source": "s1", "outputs": ["tensor([1.0001])\n"]}]})))
-    assert cell_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 1
+    assert device_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 1
     assert "record differs from results/cpu-torch-2.11.0.json" in capsys.readouterr().out
     run.write_text(json.dumps(cpu_record(pages, torch="2.13.0")))
-    assert cell_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 2
+    assert device_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 2
 
 
 def test_a_cuda_record_is_compared_with_the_cpu_record_of_its_release(tmp_path, capsys):
@@ -299,7 +299,7 @@ def test_a_cuda_record_is_compared_with_the_cpu_record_of_its_release(tmp_path, 
     run = tmp_path / "out" / "cuda.json"
     run.parent.mkdir()
     run.write_text(json.dumps(cuda))
-    assert cell_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 0
+    assert device_records.main(["compare", "--results", str(results), "--docs", str(docs), "--record", str(run)]) == 0
     out = capsys.readouterr().out
     assert "cpu-torch-2.11.0.json" in out and "0 behaviour differences" in out
 

@@ -13,7 +13,7 @@ from books import PACKAGE, ROOT
 # The command-line layer: the tools of commands/, and the two that live beside the stage they
 # drive (the offline editions' PDF and EPUB, the records under other torch releases).
 COMMAND_LINE = ("book_extensions.commands", "book_extensions.editions.make_editions",
-                "book_extensions.records.release_records")
+                "book_extensions.records.release_records", "book_extensions.records.device_records")
 
 
 def in_command_line(module: str) -> bool:

@@ -1,7 +1,8 @@
 """What every code cell printed: recorded per device and per torch release, and compared.
 
-- :mod:`.cell_records`: the records (``results/<device>.json``) and their comparison
-  (``python -m book_extensions records``);
+- :mod:`.cell_records`: the records (``results/<device>.json``) and their comparison;
+- :mod:`.device_records`: their command (``python -m book_extensions records``: record per
+  device, compare CPU with CUDA); command-line layer: no extension imports it;
 - :mod:`.release_list`: the torch releases of ``torch-releases.txt`` (standard library only:
   the noxfile imports it before any environment exists);
 - :mod:`.release_changes`: what each release printed and what changed between releases, in

@@ -77,6 +77,7 @@ def xdist_group_of(item) -> str | None:
 
 @pytest.hookimpl(wrapper=True)  # before every other plugin's hook (pytest-xdist's reads the groups, -m the tiers)
 def pytest_collection_modifyitems(config, items):
+    tiers = {}
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             raise pytest.UsageError(f"{item.nodeid}: marked xdist_group by hand (conftest.py derives "
@@ -90,9 +91,17 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{item.nodeid}: in the {tier} tier but builds the real book (mark it browser or scheduled)")
         if tier == "unit" and used & {"browser", "page"}:
             raise pytest.UsageError(f"{item.nodeid}: in the unit tier but opens Chromium (mark it fixture)")
-        item.add_marker(getattr(pytest.mark, tier))
+        tiers[item] = tier
+    # -m selects a test by any mark of it or of its module and class: a unit test in a module
+    # marked fixture would run with `-m fixture` too (and a scheduled one, the real book's
+    # editions, with it). So each test carries its one tier, and its module and class none.
+    for item, tier in tiers.items():
+        for node in item.listchain()[:-1]:
+            node.own_markers[:] = [mark for mark in node.own_markers if mark.name not in TIERS]
+        if tier not in {mark.name for mark in item.own_markers}:
+            item.add_marker(getattr(pytest.mark, tier))
     # The real book's tests last: its build runs in the background meanwhile (book_build_started).
-    items.sort(key=lambda item: tier_of(item) in ("browser", "scheduled"))
+    items.sort(key=lambda item: tiers[item] in ("browser", "scheduled"))
     yield
     group_node_ids(config, items)
 

@@ -181,3 +181,22 @@ def test_what_a_bare_nox_runs_is_said_where_the_sessions_are_listed():
     assert f"A bare ``nox`` runs {said}" in ast.get_docstring(ast.parse(noxfile))
     contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf8")
     assert f"A bare `nox` runs {said.replace('``', '`')}" in contributing
+
+
+def collected(*options: str) -> str:
+    """What ``pytest --collect-only`` lists for tests/test_executor.py (a fixture module with
+    unit tests in it), with ``options``."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           *options, "tests/test_executor.py"], cwd=ROOT, capture_output=True, text=True).stdout
+
+
+def test_a_test_is_selected_by_its_own_tier_only():
+    # -m matches the marks of the test's module too: a unit test of a fixture module ran with
+    # `-m fixture`, and the real book's scheduled editions test with it.
+    unit_test = "test_a_bare_runner_leaves_no_folder_behind"
+    assert unit_test in collected("-m", "unit")
+    assert unit_test not in collected("-m", "fixture")
+    assert "test_each_page_runs_in_an_empty_scratch_folder_of_its_own" not in collected("-m", "fixture")

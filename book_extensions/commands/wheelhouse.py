@@ -43,11 +43,12 @@ HOME = ROOT / "wheelhouse"
 LIMIT = 40_000_000  # bytes (40 MB)
 # What a records-only run imports: the build driver and Sphinx with conf.py's extensions
 # (myst-nb, the doctest builder, sphinx-copybutton, book_extensions: sphinxext-opengraph,
-# which book_extensions.site.meta_and_footer sets up, tinycss2, PyYAML, filelock, psutil), the execution
+# which book_extensions.site.meta_and_footer sets up, tinycss2, html5lib (the remote-loads check of
+# each page's outputs), PyYAML, filelock, psutil), the execution
 # cache and the pages' kernels (ipykernel, and what the kernel code draws figures with).
 # The rest follows from their metadata.
 ROOTS = ("Sphinx", "myst-nb", "sphinx-copybutton", "sphinxext-opengraph", "jupyter-cache", "nbclient", "jupyter_client", "ipykernel",
-         "tinycss2", "PyYAML", "filelock", "psutil", "numpy", "matplotlib", "networkx")
+         "tinycss2", "html5lib", "PyYAML", "filelock", "psutil", "numpy", "matplotlib", "networkx")
 # pip download's platforms: the manylinux tags a Linux x86-64 machine with glibc 2.39 accepts
 # (pip matches each tag exactly).
 PLATFORMS = ([f"manylinux_2_{n}_x86_64" for n in range(39, 16, -1)]

@@ -100,6 +100,41 @@ def test_a_real_query_finds_its_page_in_the_top_three(search_page, language, que
     assert search_page.problems == [], search_page.problems
 
 
+REAL_QUESTIONS = tomllib.loads(Path(__file__).with_name("real_questions.toml").read_text(encoding="utf8"))["question"]
+
+# Where a result lands: the section of its link's fragment, and whether the section of
+# ``anchor`` (a MyST label) holds it.
+LANDS_IN = """([href, anchor]) => fetch(href.split('#')[0]).then(r => r.text()).then(html => {
+    const doc = new DOMParser().parseFromString(html, 'text/html');
+    const section = id => { const el = id && doc.getElementById(decodeURIComponent(id)); return el && (el.closest('section') || el); };
+    const target = section(href.split('#')[1]), answer = section(anchor);
+    return Boolean(target && answer && answer.contains(target));
+})"""
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_each_real_question_finds_its_answer_in_the_top_three_at_its_section(search_page, language):
+    """tests/real_questions.toml: every question the book answers, typed in the asker's own
+    words (search_words) into the search of the asker's language, has the answering page
+    among the first three results, and that result links into the answering section."""
+    misses = []
+    for question in REAL_QUESTIONS:
+        if question["answered"] == "no" or question["language"].split("-")[0] != language:
+            continue
+        expected = Path(question["page" if language == "en" else "page_zh"]).stem
+        results = search_results(search_page, language, question["search_words"])
+        found = rank(results, expected)
+        if found is None or found > TOP:
+            misses.append((question["search_words"], expected, found, [r["page"] for r in results[:TOP]]))
+        else:
+            # A result's link gets its section once the page it names is read (the excerpt).
+            shown = shown_results(search_page, excerpts=found)[found - 1]
+            href = search_page.evaluate("href => new URL(href, location.href).href", shown["href"])
+            if not search_page.evaluate(LANDS_IN, [href, question["anchor"]]):
+                misses.append((question["search_words"], f"{expected}#{question['anchor']}", found, href.rsplit("/", 1)[-1]))
+    assert misses == [], "\n".join(map(str, misses))
+
+
 def assert_home_below_chapters(results: list[dict], expected: str) -> None:
     # The home page mentions a little of every chapter; it answers only a query that
     # names it, and its excerpt was the contents list.

@@ -53,7 +53,23 @@
 
   // Chinese has no spaces: cut a run into the longest words that the index holds (jieba
   // cut the pages; the browser has no jieba, but the index's words are jieba's words).
+  // Longest words from the start and from the end can differ: 不下降 is 不下 + 降 from the
+  // start, 不 + 下降 from the end. Of the two, the cut that keeps more of the run's
+  // characters wins, then the one with fewer words, then the one from the end, which is
+  // more often right for Chinese (bidirectional maximum matching).
   let chineseWords = null;
+  const longestWords = (run, fromEnd) => {
+    const { han, longest } = chineseWords;
+    const words = [];
+    for (let rest = run.length; rest > 0; ) {
+      let length = Math.min(longest, rest);
+      const at = (n) => (fromEnd ? rest - n : run.length - rest);
+      while (length > 1 && !han.has(run.substr(at(length), length))) length--;
+      if (length > 1) words.push(run.substr(at(length), length));
+      rest -= length;
+    }
+    return fromEnd ? words.reverse() : words;
+  };
   const cutChinese = (run) => {
     if (!index()) return [run];
     if (!chineseWords) {
@@ -61,14 +77,10 @@
       const han = new Set(words.filter((word) => IS_HAN.test(word)));
       chineseWords = { han, longest: Math.max(2, ...[...han].map((word) => word.length)) };
     }
-    const words = [];
-    for (let at = 0; at < run.length; ) {
-      let length = Math.min(chineseWords.longest, run.length - at);
-      while (length > 1 && !chineseWords.han.has(run.substr(at, length))) length--;
-      if (length > 1) words.push(run.substr(at, length));
-      at += length;
-    }
-    return words;
+    const [forward, backward] = [longestWords(run, false), longestWords(run, true)];
+    const kept = (words) => words.join("").length;
+    if (kept(forward) !== kept(backward)) return kept(forward) > kept(backward) ? forward : backward;
+    return forward.length < backward.length ? forward : backward;
   };
 
   // Words the book does not use replaced by the book's, before cutting: 就地修改 is then

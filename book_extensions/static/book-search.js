@@ -272,7 +272,9 @@
               }
             }
           } else {
-            const lower = run[0].toLowerCase();
+            // An identifier's leading and trailing underscores are not part of its name:
+            // requires_grad_() is the in-place requires_grad, __init__ is init.
+            const lower = run[0].toLowerCase().replace(/^_+(?=[^_])|(?<=[^_])_+$/g, "");
             const word = latin.has(lower) ? lower : stemOf(lower);
             if (latin.has(word)) hits.push([at, at + run[0].length, stemOf(lower)]);
           }

@@ -201,16 +201,22 @@
       // A Chinese heading quotes the English message in brackets: each script counts alone.
       const scripts = [all, all.filter((w) => !IS_HAN.test(w)), all.filter((w) => IS_HAN.test(w))];
       let bonus = 0;
+      let listed = false; // the heading holds the query's words, but as one word
       for (const part of scripts) {
         if (part.length < 2) continue;
         const [quoted, held] = share(part, headingWeights, (word) => queryWords.has(word));
-        if (quoted >= ENOUGH) bonus = Math.max(bonus, QUOTED * held);
+        // A quotation is two words at least: one rare word ("GPU" of "What needs a GPU")
+        // can hold most of a short heading's weight on its own. That lists the page, at
+        // that heading, but weighs nothing more than the word's own count.
+        const inQuery = part.filter((word) => queryWords.has(word)).length;
+        if (quoted >= ENOUGH && inQuery >= 2) bonus = Math.max(bonus, QUOTED * held);
+        else if (quoted >= ENOUGH) listed = true;
       }
       const [named, held] = share(queryWords, weights, (word) => words.has(word));
       if (named >= ENOUGH && !onlyQuoted) bonus = Math.max(bonus, NAMED * held);
-      if (!bonus) continue;
+      if (!bonus && !listed) continue;
       for (const [doc, anchor] of places) {
-        if ((best.get(doc) || { bonus: 0 }).bonus < bonus) best.set(doc, { bonus, heading, anchor });
+        if ((best.get(doc) || { bonus: -1 }).bonus < bonus) best.set(doc, { bonus, heading, anchor });
         if (!bonuses.has(doc)) bonuses.set(doc, new Map());
         if (anchor && !onlyQuoted && (bonuses.get(doc).get(anchor) || 0) < bonus) bonuses.get(doc).set(anchor, bonus);
       }

@@ -112,27 +112,44 @@ LANDS_IN = """([href, anchor]) => fetch(href.split('#')[0]).then(r => r.text()).
 })"""
 
 
+def answers(question: dict) -> list[tuple[str, str]]:
+    """The sections that answer ``question``, as (page, label): its own and those in ``also``."""
+    return [(Path(question["page"]).stem, question["anchor"]),
+            *(tuple(place.split("#")) for place in question.get("also", []))]
+
+
+def found_at_its_section(page, language: str, question: dict) -> tuple[bool, str]:
+    """Whether a result among the first three is an answering page and links into an
+    answering section, and what the search showed instead."""
+    results = search_results(page, language, question["search_words"])
+    for stem, anchor in answers(question):
+        found = rank(results, stem)
+        if found is None or found > TOP:
+            continue
+        # A result's link gets its section once the page it names is read (the excerpt).
+        shown = shown_results(page, excerpts=found)[found - 1]
+        href = page.evaluate("href => new URL(href, location.href).href", shown["href"])
+        if page.evaluate(LANDS_IN, [href, anchor]):
+            return True, href.rsplit("/", 1)[-1]
+    return False, str([r["href"] for r in results[:TOP]])
+
+
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_each_real_question_finds_its_answer_in_the_top_three_at_its_section(search_page, language):
     """tests/real_questions.toml: every question the book answers, typed in the asker's own
-    words (search_words) into the search of the asker's language, has the answering page
-    among the first three results, and that result links into the answering section."""
-    misses = []
+    words (search_words) into the search of the asker's language, has an answering page among
+    the first three results, linking into an answering section. The questions the search is
+    known to miss say why (search_misses), and must still miss: one that is found now fails
+    too, until its note is removed, so the list only shrinks."""
+    wrong = []
     for question in REAL_QUESTIONS:
         if question["answered"] == "no" or question["language"].split("-")[0] != language:
             continue
-        expected = Path(question["page" if language == "en" else "page_zh"]).stem
-        results = search_results(search_page, language, question["search_words"])
-        found = rank(results, expected)
-        if found is None or found > TOP:
-            misses.append((question["search_words"], expected, found, [r["page"] for r in results[:TOP]]))
-        else:
-            # A result's link gets its section once the page it names is read (the excerpt).
-            shown = shown_results(search_page, excerpts=found)[found - 1]
-            href = search_page.evaluate("href => new URL(href, location.href).href", shown["href"])
-            if not search_page.evaluate(LANDS_IN, [href, question["anchor"]]):
-                misses.append((question["search_words"], f"{expected}#{question['anchor']}", found, href.rsplit("/", 1)[-1]))
-    assert misses == [], "\n".join(map(str, misses))
+        landed, shown = found_at_its_section(search_page, language, question)
+        if landed == ("search_misses" in question):
+            state = "found now: remove its search_misses" if landed else "not found"
+            wrong.append(f"{state}: {question['search_words']!r} -> {answers(question)}, shown {shown}")
+    assert wrong == [], "\n".join(wrong)
 
 
 def assert_home_below_chapters(results: list[dict], expected: str) -> None:

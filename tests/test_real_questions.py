@@ -33,3 +33,11 @@ def test_each_answer_points_at_a_section_of_both_languages(question):
         assert question["page_zh"] == question["page"].replace("en/", "zh/", 1)
         for page in (question["page"], question["page_zh"]):
             assert question["anchor"] in labels(page), (page, question["anchor"])
+    # Other sections that answer it as well (page#label, the page's stem), and why the
+    # search is known to miss it (tests/test_browser_search.py holds both to the site).
+    for place in question.get("also", []):
+        stem, _, anchor = place.partition("#")
+        for language in ("en", "zh"):
+            assert anchor in labels(f"{language}/{stem}.md"), (language, place)
+    assert question.get("search_misses", "x").strip()
+    assert not ("search_misses" in question and question["answered"] == "no")

@@ -9,9 +9,10 @@
  * the query. The home page ranks below every chapter unless the query names its title.
  * Chinese queries are cut into the index's own words, and a word the book does not use is
  * replaced by the book's (显存 by 内存: the term list's variants and synonyms, also from
- * searchcounts.js). Each result links to the section that holds the most of the query, with
- * an excerpt of the article around it (not the theme's menus), and only whole words
- * highlighted. tests/test_browser_search.py holds the readers' queries.
+ * searchcounts.js). Each result links to the section of its page that scores best for the
+ * query as the ranking scores pages (with the messages the section shows, and the longest
+ * run of the query it holds word for word), with an excerpt of the article from that
+ * section (not the theme's menus), and only whole words highlighted. tests/test_browser_search.py holds the readers' queries.
  */
 "use strict";
 (() => {
@@ -21,6 +22,7 @@
   const B = 0.75;
   const IN_HEADING = 1; // a query word in one of the page's section headings: this much more
   const IN_TITLE = 2; // ... in the page's title
+  const IN_MESSAGE = 2; // a query word in a message a section shows (an error): this much more
   const QUOTED = 4; // the query quotes a heading, or a message a section quotes (a pasted error)
   const NAMED = 2; // a heading names all the query
   const ENOUGH = 0.8; // "all", for the two above
@@ -51,7 +53,23 @@
 
   // Chinese has no spaces: cut a run into the longest words that the index holds (jieba
   // cut the pages; the browser has no jieba, but the index's words are jieba's words).
+  // Longest words from the start and from the end can differ: 不下降 is 不下 + 降 from the
+  // start, 不 + 下降 from the end. Of the two, the cut that keeps more of the run's
+  // characters wins, then the one with fewer words, then the one from the end, which is
+  // more often right for Chinese (bidirectional maximum matching).
   let chineseWords = null;
+  const longestWords = (run, fromEnd) => {
+    const { han, longest } = chineseWords;
+    const words = [];
+    for (let rest = run.length; rest > 0; ) {
+      let length = Math.min(longest, rest);
+      const at = (n) => (fromEnd ? rest - n : run.length - rest);
+      while (length > 1 && !han.has(run.substr(at(length), length))) length--;
+      if (length > 1) words.push(run.substr(at(length), length));
+      rest -= length;
+    }
+    return fromEnd ? words.reverse() : words;
+  };
   const cutChinese = (run) => {
     if (!index()) return [run];
     if (!chineseWords) {
@@ -59,14 +77,10 @@
       const han = new Set(words.filter((word) => IS_HAN.test(word)));
       chineseWords = { han, longest: Math.max(2, ...[...han].map((word) => word.length)) };
     }
-    const words = [];
-    for (let at = 0; at < run.length; ) {
-      let length = Math.min(chineseWords.longest, run.length - at);
-      while (length > 1 && !chineseWords.han.has(run.substr(at, length))) length--;
-      if (length > 1) words.push(run.substr(at, length));
-      at += length;
-    }
-    return words;
+    const [forward, backward] = [longestWords(run, false), longestWords(run, true)];
+    const kept = (words) => words.join("").length;
+    if (kept(forward) !== kept(backward)) return kept(forward) > kept(backward) ? forward : backward;
+    return forward.length < backward.length ? forward : backward;
   };
 
   // Words the book does not use replaced by the book's, before cutting: 就地修改 is then
@@ -88,13 +102,14 @@
       .flatMap((part) => part.match(SCRIPT_RUNS))
       .flatMap((part) => (IS_HAN.test(part) ? cutChinese(inBookWords(part)) : [part]));
 
-  const wordsOf = (text) =>
-    new Set(
-      splitQuery(text)
-        .filter((word) => !stopwords.has(word.toLowerCase()) && !/^\d+$/.test(word))
-        .map(stem)
-        .filter((word) => !asking.has(word)),
-    );
+  const isFiller = (word) => stopwords.has(word.toLowerCase()) || /^\d+$/.test(word);
+  // A text's words as the query's: stemmed, in order, without stopwords and asking words.
+  const wordList = (text) =>
+    splitQuery(text)
+      .filter((word) => !isFiller(word))
+      .map(stem)
+      .filter((word) => !asking.has(word));
+  const wordsOf = (text) => new Set(wordList(text));
 
   // Which pages hold a word, and with which weight (idf); partial matches as Sphinx's.
   const postings = (word) => {
@@ -152,6 +167,7 @@
     let words = [...searchTerms].filter((word) => !asking.has(word));
     if (!words.length) words = [...searchTerms]; // nothing but asking words: keep them
     const weights = new Map();
+    const order = wordList(query); // the query's words in order, for phrases
     const scores = new Map(); // doc -> {score, held}
     let queryWeight = 0;
     headings();
@@ -175,6 +191,7 @@
 
     // Headings: the query quotes one (a pasted message), or one names all of the query.
     const best = new Map(); // doc -> {bonus, heading, anchor}
+    const bonuses = new Map(); // doc -> Map(anchor -> bonus): each section's, for showResult
     const queryWords = new Set(weights.keys());
     const idfs = new Map(weights);
     const idf = (word) => (idfs.has(word) ? idfs : idfs.set(word, postings(word).idf)).get(word);
@@ -184,16 +201,24 @@
       // A Chinese heading quotes the English message in brackets: each script counts alone.
       const scripts = [all, all.filter((w) => !IS_HAN.test(w)), all.filter((w) => IS_HAN.test(w))];
       let bonus = 0;
+      let listed = false; // the heading holds the query's words, but as one word
       for (const part of scripts) {
         if (part.length < 2) continue;
         const [quoted, held] = share(part, headingWeights, (word) => queryWords.has(word));
-        if (quoted >= ENOUGH) bonus = Math.max(bonus, QUOTED * held);
+        // A quotation is two words at least: one rare word ("GPU" of "What needs a GPU")
+        // can hold most of a short heading's weight on its own. That lists the page, at
+        // that heading, but weighs nothing more than the word's own count.
+        const inQuery = part.filter((word) => queryWords.has(word)).length;
+        if (quoted >= ENOUGH && inQuery >= 2) bonus = Math.max(bonus, QUOTED * held);
+        else if (quoted >= ENOUGH) listed = true;
       }
       const [named, held] = share(queryWords, weights, (word) => words.has(word));
       if (named >= ENOUGH && !onlyQuoted) bonus = Math.max(bonus, NAMED * held);
-      if (!bonus) continue;
+      if (!bonus && !listed) continue;
       for (const [doc, anchor] of places) {
-        if ((best.get(doc) || { bonus: 0 }).bonus < bonus) best.set(doc, { bonus, heading, anchor });
+        if ((best.get(doc) || { bonus: -1 }).bonus < bonus) best.set(doc, { bonus, heading, anchor });
+        if (!bonuses.has(doc)) bonuses.set(doc, new Map());
+        if (anchor && !onlyQuoted && (bonuses.get(doc).get(anchor) || 0) < bonus) bonuses.get(doc).set(anchor, bonus);
       }
     }
 
@@ -217,6 +242,7 @@
         (score + (section ? section.bonus : 0)) * coverage,
         filenames[doc],
         inSection ? "title" : "text",
+        { weights, bonuses: bonuses.get(doc), order },
       ]);
     }
     // searchtools shows the last one first.
@@ -252,7 +278,9 @@
               }
             }
           } else {
-            const lower = run[0].toLowerCase();
+            // An identifier's leading and trailing underscores are not part of its name:
+            // requires_grad_() is the in-place requires_grad, __init__ is init.
+            const lower = run[0].toLowerCase().replace(/^_+(?=[^_])|(?<=[^_])_+$/g, "");
             const word = latin.has(lower) ? lower : stemOf(lower);
             if (latin.has(word)) hits.push([at, at + run[0].length, stemOf(lower)]);
           }
@@ -278,6 +306,19 @@
     return fragment;
   };
 
+  // A message a page shows: a traceback's or a warning's text in a cell's output, or inline
+  // code that reads as a phrase (four words of letters, as search.py's quotations).
+  const MESSAGE = ".output.traceback, .output.stderr";
+  const isMessage = (element) => {
+    if (element.closest(MESSAGE)) return true;
+    const code = element.closest("code");
+    if (!code || code.closest("pre")) return false;
+    if (code.bookPhrase === undefined) {
+      code.bookPhrase = (code.textContent.match(/(?:^|(?<=\s))\p{L}{2,}(?:['’]\p{L}+)?(?=\s|$)/gu) || []).length >= 4;
+    }
+    return code.bookPhrase;
+  };
+
   // The article's text (not the theme's buttons and menus), whitespace collapsed, and
   // where each of its sections starts.
   const articleText = (html) => {
@@ -289,6 +330,7 @@
       .forEach((element) => element.remove());
     let text = "";
     const starts = []; // [offset, innermost section], in reading order
+    const messages = []; // [start, end] of each message shown: an error, a warning, a quotation
     const walker = page.createTreeWalker(article, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       let value = node.nodeValue.replace(/\s+/g, " ");
@@ -296,9 +338,10 @@
       if (!value) continue;
       const section = node.parentElement.closest("section[id]");
       if (!starts.length || starts.at(-1)[1] !== section) starts.push([text.length, section]);
+      if (isMessage(node.parentElement)) messages.push([text.length, text.length + value.length]);
       text += value;
     }
-    return { page, text, starts };
+    return { page, text, starts, messages };
   };
 
   // Where a section's text begins and ends.
@@ -309,22 +352,125 @@
     return [inside[0][0], after ? after[0] : text.length];
   };
 
-  // The stretch of a page (or of the section named by anchor) with the most of the query's
-  // words, the innermost section it starts in, and that section's heading.
-  const bestStretch = (html, anchor, match) => {
+  // Each section's score for the query, as the ranking scores a page: BM25 over the words of
+  // its own text (not its subsections'), its length against the page's sections' average;
+  // a query word in its heading counts as in a page's headings, in a parent's heading half
+  // that, and in a message it shows (a traceback, a warning, a quoted message) IN_MESSAGE
+  // times; plus the ranking's bonus where the query quotes or names its heading, and the
+  // weight of the longest run of the query's words that it holds in the query's order,
+  // times the run's length less one (a pasted message is a long run).
+  //
+  // The page's share of the query does not multiply it, as it does a page's score: the page
+  // holds the query already, and a word that only names the page's subject ("LoRA" on the
+  // adapters page) would send every query to the one section that spells it out.
+  const sectionScores = (found, hits, weights, bonuses, order) => {
+    const { page, text, starts } = found;
+    const own = new Map(); // section -> {length, counts}
+    const entry = (section) => {
+      if (!own.has(section)) own.set(section, { length: 0, counts: new Map() });
+      return own.get(section);
+    };
+    const at = []; // starts[i]'s end
+    starts.forEach(([start, section], i) => {
+      const end = i + 1 < starts.length ? starts[i + 1][0] : text.length;
+      if (section) entry(section).length += end - start;
+      at.push(end);
+    });
+    const sectionOf = []; // per hit
+    const inMessages = new Map(); // section -> the query's words in the messages it shows
+    const { messages } = found;
+    for (let i = 0, run = 0, m = 0; i < hits.length; i++) {
+      while (run < starts.length - 1 && at[run] <= hits[i][0]) run++;
+      const section = starts[run] && starts[run][1];
+      sectionOf.push(section);
+      while (m < messages.length && messages[m][1] <= hits[i][0]) m++;
+      if (section && m < messages.length && messages[m][0] <= hits[i][0]) {
+        if (!inMessages.has(section)) inMessages.set(section, new Set());
+        inMessages.get(section).add(hits[i][2]);
+      }
+      if (!section || !weights.has(hits[i][2])) continue;
+      const { counts } = entry(section);
+      counts.set(hits[i][2], (counts.get(hits[i][2]) || 0) + 1);
+    }
+    // The longest run of the query's words, in the query's order, that a section holds
+    // word for word (stopwords between them aside): a pasted message, or a term of two words.
+    const phrase = new Map(); // section -> its best run of two words or more
+    let previous = null; // [end, Map(query position -> [weight, words])]
+    for (let i = 0; i < hits.length; i++) {
+      const [start, end, word] = hits[i];
+      if (previous && start < previous[0]) continue; // overlapping Chinese words
+      const gap = previous ? text.slice(previous[0], start) : null;
+      const adjacent = gap !== null && splitQuery(gap).every(isFiller);
+      const runs = new Map();
+      order.forEach((queryWord, k) => {
+        if (queryWord !== word) return;
+        const [weight, length] = (adjacent && previous[1].get(k - 1)) || [0, 0];
+        runs.set(k, [weight + (weights.get(word) || 0), length + 1]);
+        if (length + 1 > 1 && sectionOf[i]) {
+          const bonus = (weight + (weights.get(word) || 0)) * length;
+          phrase.set(sectionOf[i], Math.max(phrase.get(sectionOf[i]) || 0, bonus));
+        }
+      });
+      previous = [end, runs];
+    }
+    const sections = [...own.keys()];
+    const average = sections.reduce((sum, section) => sum + own.get(section).length, 0) / Math.max(1, sections.length) || 1;
+    const headingOf = (section) => section.querySelector(":scope > h1, :scope > h2, :scope > h3, :scope > h4, :scope > h5, :scope > h6");
+    const bonusOf = new Map(); // section -> the ranking's bonus for one of its anchors
+    for (const [anchor, bonus] of bonuses || []) {
+      const element = page.getElementById(anchor);
+      const section = element && (element.closest("section[id]") || null);
+      if (section) bonusOf.set(section, Math.max(bonus, bonusOf.get(section) || 0));
+    }
+    const scores = new Map();
+    for (const section of sections) {
+      const { length, counts } = own.get(section);
+      const heading = headingOf(section);
+      const inHeading = heading && heading.tagName !== "H1" ? wordsOf(heading.textContent) : new Set();
+      const inParents = new Set();
+      for (let parent = section.parentElement?.closest("section[id]"); parent; parent = parent.parentElement?.closest("section[id]")) {
+        const title = headingOf(parent);
+        if (title && title.tagName !== "H1") wordsOf(title.textContent).forEach((word) => inParents.add(word));
+      }
+      const norm = K1 * (1 - B + (B * length) / average);
+      let score = 0;
+      for (const [word, idf] of weights) {
+        const count = counts.get(word) || 0;
+        if (count) score += (idf * count * (K1 + 1)) / (count + norm);
+        if ((inMessages.get(section) || new Set()).has(word)) score += idf * IN_MESSAGE;
+        if (inHeading.has(word)) score += idf * IN_HEADING;
+        else if (inParents.has(word)) score += (idf * IN_HEADING) / 2;
+      }
+      scores.set(section, score + (phrase.get(section) || 0) + (bonusOf.get(section) || 0));
+    }
+    return { scores, sectionOf };
+  };
+
+  // The section of a page that best answers the query (sectionScores), and the stretch of
+  // it with the most of the query's weight, with that section's heading.
+  const bestStretch = (html, weights, bonuses, order, match) => {
     const found = articleText(html);
     if (!found) return null;
-    const { page, text, starts } = found;
-    const named = anchor ? page.getElementById(anchor.slice(1)) : null;
-    const within = named ? named.closest("section[id]") || named : null;
-    const [low, high] = within ? extent(found, within) : [0, text.length];
-    const hits = match(text).filter(([at]) => at >= low && at < high);
+    const { text, starts } = found;
+    const allHits = match(text);
+    const { scores, sectionOf } = sectionScores(found, allHits, weights, bonuses, order);
+    let section = null;
+    let top = 0;
+    for (const [candidate, score] of scores) {
+      if (score > top) [top, section] = [score, candidate];
+    }
+    if (!section) section = (starts.find(([, element]) => element) || [])[1] || null;
+    const [low, high] = section ? extent(found, section) : [0, text.length];
+    const hits = allHits.filter((hit, i) => hit[0] >= low && hit[0] < high && (!section || sectionOf[i] === section));
     // A window from 40 characters before each hit: the hits in it are hits[left..right).
     let start = low;
     let most = 0;
     const inWindow = new Map(); // word -> hits of it in the window
+    let weight = 0; // of the distinct words in the window
     const count = (word, step) => {
       const n = (inWindow.get(word) || 0) + step;
+      if (n && !inWindow.has(word)) weight += weights.get(word) || 0.1;
+      if (!n) weight -= weights.get(word) || 0.1;
       if (n) inWindow.set(word, n);
       else inWindow.delete(word);
     };
@@ -332,13 +478,12 @@
       const from = Math.max(low, hits[i][0] - 40);
       for (; right < hits.length && hits[right][0] < from + EXCERPT; right++) count(hits[right][2], 1);
       for (; hits[left][0] < from; left++) count(hits[left][2], -1);
-      if (inWindow.size > most) [most, start] = [inWindow.size, from];
+      if (weight > most + 1e-9) [most, start] = [weight, from];
     }
     const first = hits.find(([at]) => at >= start);
     const where = first ? first[0] : start;
-    const section = within && !first ? within : [...starts].reverse().find(([at]) => at <= where)?.[1];
-    // Begin in that section, and at a word: Latin text breaks at spaces (Chinese anywhere).
-    const [sectionStart] = section ? extent(found, section) : [low];
+    // Begin at a word: Latin text breaks at spaces (Chinese anywhere).
+    const sectionStart = low;
     start = Math.max(start, sectionStart);
     const space = text.indexOf(" ", start);
     if (start > sectionStart && /[A-Za-z0-9_]/.test(text[start - 1]) && space > -1 && space < where) start = space + 1;
@@ -351,7 +496,7 @@
     const summary = document.createElement("p");
     summary.classList.add("context");
     const cut = start > 0 && start !== sectionStart; // a section's start is no cut
-    summary.append(cut ? "…" : "", marked(text, hits, start, end), end < text.length ? "…" : "");
+    summary.append(cut ? "…" : "", marked(text, allHits, start, end), end < text.length ? "…" : "");
     return {
       summary,
       section: section ? section.id : null,
@@ -359,7 +504,7 @@
     };
   };
 
-  const showResult = ([docName, title, anchor, , score, , kind], match) => {
+  const showResult = ([docName, title, anchor, , score, , kind, { weights, bonuses, order }], match) => {
     const { LINK_SUFFIX, FILE_SUFFIX } = DOCUMENTATION_OPTIONS;
     const item = document.createElement("li");
     item.classList.add(`kind-${kind}`);
@@ -373,7 +518,7 @@
       // A page that cannot be fetched (a site opened from disk) keeps its plain link.
       .catch(() => null)
       .then((html) => {
-        const found = html && bestStretch(html, anchor, match);
+        const found = html && bestStretch(html, weights, bonuses, order, match);
         if (!found) return;
         const pageTitle = index().titles[index().docnames.indexOf(docName)];
         const shown = found.heading ? `${pageTitle} > ${found.heading}` : pageTitle;

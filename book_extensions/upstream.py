@@ -8,7 +8,8 @@ variables, the environment's documented attributes (:data:`DOCUMENTED_ENV`), a n
 the book's own with its visitors, a configuration value. Each entry says where, why no
 public way exists, and when it can go; there are at most 15 (``tests/test_upstream.py``).
 
-:func:`unlisted_leans` finds, in the package's source, the leans that no entry names: a
+:func:`unlisted_leans` finds, in the package's source and the test suite's shared modules
+(conftest.py and its helpers), the leans that no entry names: a
 private attribute or module of another project, an undocumented attribute of Sphinx's
 environment (one another extension sets, as ``env.mystnb_config``), another project's
 module or class changed, a function put in place of an object's attribute, ``sys.modules``
@@ -138,20 +139,15 @@ WORKAROUNDS = [
         "Chinese search subclasses Sphinx's SearchChinese (undocumented; the documented base is "
         "SearchLanguage) to load the book's jieba dictionary only when a page needs it, where "
         "SearchChinese loads the dictionary it is given when it is made (0.6 s a build), and to keep "
-        "one-letter Latin words",
-        "Sphinx loads jieba lazily itself",
-        internal="sphinx.search.zh:SearchChinese",
-        signature="(options)",
-    ),
-    Workaround(
-        "book_extensions/site/search.py",
-        "LazyChineseSearch calls itself English (language_name): Sphinx 9.0 names the browser's stemmer "
-        "'<language_name>Stemmer' but ships the English stemmer for Chinese, so 'ChineseStemmer is not "
-        "defined' stops every search (sphinx-doc/sphinx#14229). language_name is not among SearchLanguage's "
-        "documented attributes, and no setting names the stemmer",
-        "Sphinx names the stemmer after the file it ships (sphinx-doc/sphinx#14416, merged after 9.0.4)",
-        internal=("sphinx.search:SearchLanguage.language_name", "sphinx.search:IndexBuilder.get_js_stemmer_code"),
-        signature=("", "(self)"),
+        "one-letter Latin words. The subclass calls itself English (language_name): Sphinx 9.0 names "
+        "the browser's stemmer '<language_name>Stemmer' but ships the English stemmer for Chinese, so "
+        "'ChineseStemmer is not defined' stops every search (sphinx-doc/sphinx#14229); language_name "
+        "is not among SearchLanguage's documented attributes, and no setting names the stemmer",
+        "Sphinx loads jieba lazily and names the stemmer after the file it ships "
+        "(sphinx-doc/sphinx#14416, merged after 9.0.4)",
+        internal=("sphinx.search.zh:SearchChinese", "sphinx.search:SearchLanguage.language_name",
+                  "sphinx.search:IndexBuilder.get_js_stemmer_code"),
+        signature=("(options)", "", "(self)"),
     ),
     Workaround(
         "book_extensions/execution/runner.py",
@@ -244,6 +240,17 @@ WORKAROUNDS = [
         "are digested as they were before the build read them; Sphinx compares them by time only",
         "Sphinx decides by content, or documents a way to read a page's dependencies",
         internal="sphinx.environment:BuildEnvironment.dependencies",
+    ),
+    Workaround(
+        "tests/conftest.py",
+        "pytest-xdist's loadgroup scheduler reads a test's group from the '@group' suffix of its node "
+        "id, which pytest-xdist 3.8.0 writes to item._nodeid; pytest 9.2 no longer reads that (its ids "
+        "are NodeId objects), so no group reached the scheduler and the tests sharing a fixture book "
+        "ran on several workers. group_node_ids writes the suffix into the id pytest reads (item._id, "
+        "through _pytest's NodeId.parse): neither pytest nor pytest-xdist has a public way to set it",
+        "pytest-xdist sets the group on pytest 9.2's node ids (pytest-dev/pytest-xdist#1386)",
+        internal=("_pytest.nodes:NodeId.parse", "_pytest.nodes:Node._id"),
+        signature=("(nodeid)", ""),
     ),
 ]
 
@@ -491,9 +498,17 @@ def imported(imports: dict[str, str], node: ast.expr) -> object | None:
         return None
 
 
+def scanned_files(package: Path) -> list[Path]:
+    """Every module of this package, and the test suite's shared modules (conftest.py and the
+    helpers beside the test files): every test run goes through them. A test file's own lean
+    is that test's: it fails, naming itself, when the name moves."""
+    tests = package.parent / "tests"
+    return sorted(package.rglob("*.py")) + sorted(p for p in tests.glob("*.py") if not p.name.startswith("test_"))
+
+
 def unlisted_leans(files: list[Path] | None = None, workarounds: list[Workaround] = WORKAROUNDS,
                    root: Path | None = None) -> list[Lean]:
-    """The leans in ``files`` (every module of this package) that no entry names: another
+    """The leans in ``files`` (by default :func:`scanned_files`) that no entry names: another
     project's private attribute or module; an undocumented attribute of Sphinx's
     environment (as ``env.mystnb_config``); an attribute of another project's module or class
     replaced, a function put in place of an object's attribute, ``sys.modules`` changed; a
@@ -505,7 +520,7 @@ def unlisted_leans(files: list[Path] | None = None, workarounds: list[Workaround
     ``env.cache`` anywhere passed as listed because one entry names ``jupyter_cache.cache``."""
     package = Path(__file__).resolve().parent
     root = root or package.parent
-    files = files if files is not None else sorted(package.rglob("*.py"))
+    files = files if files is not None else scanned_files(package)
     in_full = {internal.replace(":", ".") for item in workarounds for internal in item.internals}
     found = []
     for path in files:

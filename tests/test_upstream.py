@@ -140,3 +140,12 @@ def test_every_workaround_names_files_of_ours_that_exist():
     missing = [(w.where, name) for w in upstream.WORKAROUNDS for name in w.where.split(", ")
                if not (root / name).is_file()]
     assert missing == []
+
+
+def test_the_suites_shared_modules_are_scanned_too():
+    files = upstream.scanned_files(Path(upstream.__file__).resolve().parent)
+    tests = [p for p in files if p.parent.name == "tests"]
+    assert "conftest.py" in {p.name for p in tests} and not any(p.name.startswith("test_") for p in tests)
+    without = [w for w in upstream.WORKAROUNDS if w.where != "tests/conftest.py"]
+    assert {(lean.path, lean.name) for lean in upstream.unlisted_leans(workarounds=without)} == {
+        ("tests/conftest.py", "_pytest"), ("tests/conftest.py", "_id")}

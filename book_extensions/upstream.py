@@ -462,7 +462,7 @@ def leans_in(path: Path, source: str, shown_as: str) -> list[Lean]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):
             continue
-        bases = [imported(imports, base) for base in node.bases]
+        bases = [base_class_of(imports, base) for base in node.bases]
         bases = [base for base in bases if base is not None]
         for statement in node.body:
             targets = (statement.targets if isinstance(statement, ast.Assign)
@@ -483,7 +483,7 @@ def own_nodes(scope: ast.AST):
             yield from own_nodes(child)
 
 
-def imported(imports: dict[str, str], node: ast.expr) -> object | None:
+def base_class_of(imports: dict[str, str], node: ast.expr) -> object | None:
     """The class a base-class expression names, if another project's (``Name`` or ``module.Name``)."""
     dotted = []
     while isinstance(node, ast.Attribute):

@@ -323,8 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         publish.recover(device_dir)
         # The kernel's torch and Python, not this process's, name the cache and the pages.
-        # While the probe runs, jupyter-cache (SQLAlchemy: a second) is imported for the cache's check.
-        threading.Thread(target=imported, args=("jupyter_cache.cache.main",), daemon=True).start()
+        # While the probe runs, jupyter-cache (SQLAlchemy: a second) is preimport for the cache's check.
+        threading.Thread(target=preimport, args=("jupyter_cache.cache.main",), daemon=True).start()
         try:
             kernel = check_kernel()
         except KernelMismatch as error:
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             os.close(lock)
 
 
-def imported(module: str) -> None:
+def preimport(module: str) -> None:
     """Import ``module`` ahead of its use (in a thread); a failure is its user's to report."""
     with suppress(ImportError):
         importlib.import_module(module)

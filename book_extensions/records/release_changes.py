@@ -232,7 +232,7 @@ def _end_paragraph(self, node):
     self.depart_paragraph(node)
 
 
-def settings(app: Sphinx) -> tuple[Path, list[str]]:
+def records_and_releases(app: Sphinx) -> tuple[Path, list[str]]:
     """The results folder and the listed releases; a bad list stops the build with its reason."""
     from sphinx.errors import ConfigError
 
@@ -256,7 +256,7 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
 
     Returns what the page's provenance line adds: on which releases it was verified.
     """
-    results, releases = settings(app)
+    results, releases = records_and_releases(app)
     note_records(app.env, results, releases, Path(app.confdir, app.config.book_releases_file))
     current = current_release()
     # A release whose record lacks the page (added since) has nothing to say about it.
@@ -345,7 +345,7 @@ class TorchReleases(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         say = lambda key, **values: message(self.config, key).format(**values)  # noqa: E731
-        results, releases = settings(self.env.app)
+        results, releases = records_and_releases(self.env.app)
         releases_file = Path(self.env.app.confdir, self.config.book_releases_file)
         note_records(self.env, results, releases, releases_file)
         docs = Path(self.env.srcdir).parent

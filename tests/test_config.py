@@ -175,3 +175,40 @@ def test_addresses_made_from_page_names_are_percent_encoded(build_fixture):
         addresses = re.findall(r'(?:href|src)="([^"]*)"|<loc>([^<]*)</loc>', path.read_text(encoding="utf8"))
         bad = [a for pair in addresses for a in pair if a and (" " in a or not a.isascii())]
         assert not bad, (path, bad)
+
+
+def test_a_compiled_catalog_that_is_not_its_po_is_compiled_again_whatever_its_time(tmp_path):
+    # A .po restored with an older time (cp -p, tar) must not leave the .mo of another text.
+    import os
+    from types import SimpleNamespace
+
+    from book_extensions.configuration import languages
+
+    catalogs = languages.compile_theme_catalogs(SimpleNamespace(doctreedir=str(tmp_path)))
+    compiled = sorted(catalogs.rglob("*.mo"))
+    assert compiled
+    good = compiled[0].read_bytes()
+    compiled[0].write_bytes(b"stale")
+    os.utime(compiled[0], (4_000_000_000, 4_000_000_000))  # newer than any .po
+    languages.compile_theme_catalogs(SimpleNamespace(doctreedir=str(tmp_path)))
+    assert compiled[0].read_bytes() == good
+
+
+def test_a_compiled_catalog_older_than_its_po_is_dated_anew_so_sphinx_leaves_it(tmp_path, monkeypatch):
+    # Sphinx compiles a .mo older than its .po again, with other bytes than ours: the book's
+    # own sources would then change under a build (the offline editions' stamps went stale).
+    import os
+    import shutil
+
+    from book_extensions.commands import build
+    from book_extensions.paths import PACKAGE
+
+    shutil.copytree(PACKAGE / "locale", tmp_path / "locale")
+    monkeypatch.setattr(build, "PACKAGE", tmp_path)
+    build.compile_sphinx_catalogs()
+    po = next((tmp_path / "locale").glob("*/LC_MESSAGES/book.po"))
+    mo = po.with_suffix(".mo")
+    compiled = mo.read_bytes()
+    os.utime(mo, (1_000_000_000, 1_000_000_000))  # as a checkout leaves it: the .po newer
+    build.compile_sphinx_catalogs()
+    assert mo.read_bytes() == compiled and mo.stat().st_mtime_ns >= po.stat().st_mtime_ns

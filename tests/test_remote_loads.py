@@ -10,6 +10,7 @@ import pytest
 from books import FIXTURES, assert_reported, build_book, warnings_of
 from browsing import visit, watched_page
 
+from book_extensions.checks import remote_loads
 from book_extensions.checks.remote_loads import check_site, output_problems, url_problem
 from book_extensions.commands.chromium import serve
 from book_extensions.site.meta_and_footer import CONTENT_SECURITY_POLICY
@@ -282,3 +283,38 @@ def test_a_built_page_loads_nothing_from_another_host_even_so(remote_outputs, br
         finally:
             good.context.close()
             bad.context.close()
+
+
+@pytest.mark.parametrize("html, remote", [
+    ('<script src="https://cdn.example.com/a.js"></script>', ["https://cdn.example.com/a.js"]),
+    ('<script src="_static/a.js"></script>', []),
+    ('<link rel="stylesheet" href="//fonts.example.com/f.css">', ["//fonts.example.com/f.css"]),
+    ('<link rel="preload" as="font" href="https://x.example/f.woff2">', ["https://x.example/f.woff2"]),
+    ('<link rel="alternate" hreflang="en" href="https://book.example/en/">', []),
+    ('<link rel="canonical" href="https://book.example/en/">', []),
+    ('<a href="https://pytorch.org/docs/">docs</a>', []),
+    ('<img src="data:image/png;base64,AAAA">', []),
+    ('<img srcset="a.png 1x, https://img.example/b.png 2x">', ["https://img.example/b.png"]),
+    ('<div style="background: url(https://img.example/bg.png)"></div>', ["https://img.example/bg.png"]),
+    ('<style>@import "https://css.example/x.css";</style>', ["https://css.example/x.css"]),
+    ('<iframe src="https://www.youtube.com/embed/x"></iframe>', ["https://www.youtube.com/embed/x"]),
+    # The site's own scripts run, but load from this site only; SVG and refresh as an output's.
+    ('<script>fetch("https://api.example/")</script>', []),
+    ('<svg><image xlink:href="https://img.example/a.png"/></svg>', ["https://img.example/a.png"]),
+    ('<meta http-equiv="refresh" content="0; url=https://away.example/">', ["<meta http-equiv=refresh>"]),
+    ('<link rel="dns-prefetch" href="//dns.example">', ["//dns.example"]),
+])
+def test_remote_loads_in_html(tmp_path, html, remote):
+    page = tmp_path / "page.html"
+    page.write_text(f"<html><head></head><body>{html}</body></html>")
+    found = remote_loads.remote_loads(page)  # one problem each, naming its URL or element
+    assert len(found) == len(remote) and all(what in problem for what, problem in zip(remote, found)), found
+
+
+def test_remote_loads_in_css_and_own_host(tmp_path):
+    css = tmp_path / "a.css"
+    css.write_text("@font-face { src: url('https://fonts.example/x.woff2'); } .a { background: url(img.png) }")
+    assert remote_loads.remote_loads(css) == ["loads https://fonts.example/x.woff2"]
+    page = tmp_path / "p.html"
+    page.write_text('<script src="https://book.example/_static/a.js"></script>')
+    assert remote_loads.remote_loads(page, own_host="book.example") == []

@@ -61,3 +61,10 @@ def test_the_chinese_sources_pass_autocorrect():
              for page in sorted((ROOT / "docs" / "zh").glob("*.md"))
              for line in autocorrect_py.lint_for(page.read_text(encoding="utf8"), page.name).lines]
     assert found == []
+
+
+def test_line_breaks_inside_chinese_prose_are_found():
+    from book_extensions.checks.typography import cjk_line_breaks
+
+    text = "# 标题\n\n第一行，\n第二行。\n\n```{code-cell} ipython3\nprint('中\\n文')\n```\nEnglish\n代码\n末尾\n"
+    assert cjk_line_breaks(text) == [3, 10]

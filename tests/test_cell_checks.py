@@ -1,4 +1,5 @@
-"""The cell checks' building blocks: the expect_error schema and the addresses blanked in outputs."""
+"""The cell checks' building blocks (the expect_error schema, the addresses blanked in outputs) and
+the kernel's graph figures, which those outputs show."""
 
 import pytest
 

@@ -79,3 +79,25 @@ def test_parity_compares_doctest_blocks(tmp_path):
     en = page(tmp_path, "en.md", "# T\n\n```{doctest}\n>>> 1 + 1\n2\n```\n")
     zh = page(tmp_path, "zh.md", "# T\n\n```{doctest}\n>>> 1 + 2\n3\n```\n")
     assert parity.first_difference(zh, en, "en") == "its doctest blocks differ from en's"
+
+
+def test_parity_reads_again_only_the_pairs_that_changed_or_had_a_problem(tmp_path, monkeypatch):
+    docs = tmp_path / "docs"
+    for lang, title in (("en", "Title"), ("zh", "标题")):
+        (docs / lang).mkdir(parents=True)
+        for name in ("a", "b"):
+            (docs / lang / f"{name}.md").write_text(f"{FRONT}(t)=\n# {title}\n\n```{{code-cell}} ipython3\nx = 1\n```\n")
+    read = []
+    real_read_page = parity.read_page
+    monkeypatch.setattr(parity, "read_page", lambda path: read.append(path.relative_to(docs).as_posix()) or real_read_page(path))
+    clean: dict = {}
+    assert parity.compare(docs, "zh", "en", clean=clean) == []
+    assert sorted(clean) == ["a.md", "b.md"] and len(read) == 4
+    read.clear()
+    assert parity.compare(docs, "zh", "en", clean=clean) == [] and read == []  # nothing changed: nothing read
+    (docs / "zh" / "b.md").write_text(f"{FRONT}(t)=\n# 标题\n\n```{{code-cell}} ipython3\nx = 2\n```\n")
+    for _ in range(2):  # the problem is found again on the next comparison: it is never noted clean
+        read.clear()
+        problems = parity.compare(docs, "zh", "en", clean=clean)
+        assert [page for page, _ in problems] == ["docs/zh/b.md"] and sorted(read) == ["en/b.md", "zh/b.md"]
+        assert sorted(clean) == ["a.md"]

@@ -23,6 +23,8 @@ and on its own: ``python -m book_extensions parity docs``.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -38,7 +40,9 @@ from myst_parser.parsers.mdit import create_md_parser
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from ..execution import code_comments
 from ..execution.code_comments import code_of
+from ..paths import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -137,9 +141,14 @@ def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
     return None
 
 
-def compare(docs: Path, language: str, reference: str, suffix: str = ".md") -> list[tuple[str, str]]:
+def compare(docs: Path, language: str, reference: str, suffix: str = ".md",
+            clean: dict[str, list[str]] | None = None) -> list[tuple[str, str]]:
     """(path from the docs' parent folder, problem) for every page of ``language`` that differs
-    from ``reference``, and every program of ``examples/`` whose twin is missing or differs."""
+    from ``reference``, and every program of ``examples/`` whose twin is missing or differs.
+
+    ``clean``: the pairs of pages found the same before, each by the digests of its two
+    files; a pair with the same digests is not read again. It is left holding this
+    comparison's clean pairs (a pair with a problem is read again next time)."""
     mine_dir, ref_dir = docs / language, docs / reference
     mine = {p.relative_to(mine_dir) for p in mine_dir.rglob(f"*{suffix}")}
     theirs = {p.relative_to(ref_dir) for p in ref_dir.rglob(f"*{suffix}")}
@@ -149,13 +158,23 @@ def compare(docs: Path, language: str, reference: str, suffix: str = ".md") -> l
         problems.append((f"{top}/{ref_dir.name}/{rel}", f"has no {language} counterpart ({language}/{rel})"))
     for rel in sorted(mine - theirs):
         problems.append((f"{top}/{language}/{rel}", f"has no {reference} counterpart ({reference}/{rel})"))
+    known, now = clean or {}, {}
     for rel in sorted(mine & theirs):
+        pair = [file_digest(mine_dir / rel), file_digest(ref_dir / rel)]
+        if known.get(rel.as_posix()) == pair:
+            now[rel.as_posix()] = pair
+            continue
         try:
             difference = first_difference(read_page(mine_dir / rel), read_page(ref_dir / rel), f"{reference}/{rel}")
         except Exception as error:  # a page that does not even parse
             difference = f"cannot be read: {error}"
         if difference:
             problems.append((f"{top}/{language}/{rel}", difference))
+        else:
+            now[rel.as_posix()] = pair
+    if clean is not None:
+        clean.clear()
+        clean.update(now)
     return problems + twin_problems(docs.parent / "examples", language) + example_references(docs, language, reference)
 
 
@@ -221,10 +240,19 @@ def example_references(docs: Path, language: str, reference: str) -> list[tuple[
     return problems
 
 
-def stamps(*folders: Path, examples: Path | None = None) -> list:
-    files = [p for folder in folders for p in folder.rglob("*.md")]
-    files += sorted(examples.rglob("*.py")) if examples is not None and examples.is_dir() else []
-    return sorted([p.as_posix(), p.stat().st_mtime_ns, p.stat().st_size] for p in files)
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+CLEAN_RECORD = "book-parity-clean.json"  # in the doctrees: the pairs of pages found the same
+
+
+def checker_digest() -> str:
+    """What reading and comparing a page depends on besides the pages: this code, and the
+    parsers it reads them with."""
+    parts = [Path(__file__).read_bytes(), Path(code_comments.__file__).read_bytes()]
+    parts += [importlib.metadata.version(name).encode() for name in ("myst-nb", "myst-parser", "markdown-it-py")]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
 
 
 def check_build(app: Sphinx) -> None:
@@ -233,23 +261,21 @@ def check_build(app: Sphinx) -> None:
     reference = languages[0].code
     if srcdir.name == reference:
         return
-    # Reading every page of two languages costs more than a build that changed
-    # nothing: skip while no page changed since a comparison that found no problem.
-    record = Path(app.doctreedir) / "book-parity-clean.json"
-    now = stamps(srcdir, srcdir.parent / reference, examples=srcdir.parent.parent / "examples")
+    # Reading every page of two languages takes two seconds, more than the rebuild after a
+    # prose edit: only the pairs that changed since they were found the same are read.
+    record, checker = Path(app.doctreedir) / CLEAN_RECORD, checker_digest()
+    clean: dict[str, list[str]] = {}
     try:
-        if json.loads(record.read_text()) == now:
-            return
-    except (OSError, ValueError):
+        noted = json.loads(record.read_text(encoding="utf8"))
+        if noted.get("checker") == checker and isinstance(noted.get("pairs"), dict):
+            clean = noted["pairs"]
+    except (OSError, ValueError, AttributeError):
         pass
-    problems = compare(srcdir.parent, srcdir.name, reference)
+    problems = compare(srcdir.parent, srcdir.name, reference, clean=clean)
     for page, problem in problems:
         logger.warning(f"parity: {page} {problem}", type="book", subtype="parity")
-    if problems:
-        record.unlink(missing_ok=True)
-    else:
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps(now))
+    record.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(record, json.dumps({"checker": checker, "pairs": clean}, sort_keys=True))
 
 
 def setup(app: Sphinx) -> None:

@@ -43,6 +43,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import tinycss2
@@ -124,7 +125,10 @@ def parse(css: str) -> list[Node]:
 
 # --- which selectors can match -------------------------------------------------------
 
-def split_top_level(text: str) -> list[str]:
+# Both are asked the same selectors for every page of every build (first paint trims each
+# page's CSS): tokenizing them once is most of that step's time.
+@cache
+def split_top_level(text: str) -> tuple[str, ...]:
     """A selector list's selectors: ``text`` split at the commas outside brackets and strings."""
     parts: list[list] = [[]]
     for token in tinycss2.parse_component_value_list(text, skip_comments=True):
@@ -132,14 +136,15 @@ def split_top_level(text: str) -> list[str]:
             parts.append([])
         else:
             parts[-1].append(token)
-    return [tinycss2.serialize(part).strip() for part in parts]
+    return tuple(tinycss2.serialize(part).strip() for part in parts)
 
 
 ESCAPE = re.compile(r"\\(.)")
 COMBINATORS = (">", "+", "~")
 
 
-def requirements(selector: str) -> tuple[set[str], set[str], set[str]]:
+@cache
+def requirements(selector: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(classes, ids, elements) that ``selector`` needs on the page. Attribute tests and
     the arguments of functional pseudo-classes (``:not``, ``:is``, ``:has``...) require
     nothing for certain: they are blocks and functions, passed over whole."""
@@ -154,7 +159,7 @@ def requirements(selector: str) -> tuple[set[str], set[str], set[str]]:
         elif token.type == "hash":
             ids.add(token.value)
         previous = token
-    return classes, ids, elements
+    return frozenset(classes), frozenset(ids), frozenset(elements)
 
 
 @dataclass

@@ -205,7 +205,7 @@ def test_pages_are_shareable_and_the_site_findable(tmp_path):
     not_found = (site / "404.html").read_text(encoding="utf8")
     assert 'href="https://book.example/ctg/zh/index.html">回到本书首页' in not_found
     assert 'href="https://book.example/ctg/en/index.html">Go to the start of the book' in not_found
-    assert '<section lang="zh-CN"><h1>找不到这个页面：地址可能有误，或者页面已经改名、移走了。</h1>' in not_found
+    assert '<section lang="zh-CN"><h1>找不到这个页面</h1><p>地址可能有误，也可能页面已经改名或移走。</p>' in not_found
     assert re.search(r"<title>404 — [^<]+ · [^<]*[\u4e00-\u9fff][^<]*</title>", not_found), not_found
 
 

@@ -173,7 +173,9 @@ def test_the_chinese_catalog_reads_well():
     one = next(text for (context, _), text in book.items() if context == "releases_differ_one")
     assert "这些" not in one and "1 个" in one  # a count of one
     not_found = next(text for (context, _), text in book.items() if context == "not_found")
-    assert not_found != "没有这个页面。" and "地址" in not_found  # says why, and what to check
+    hint = next(text for (context, _), text in book.items() if context == "not_found_hint")
+    assert not not_found.endswith("。") and "地址" in hint  # a heading, then why and what to check
+    assert not any("您" in text for text in [*book.values(), *sphinx.values()])  # the book says 你
     status = next(text for (context, _), text in book.items() if context == "provenance_col_status")
     assert status != "本次构建" and "输出" in status  # what the column says about this build
     assert sphinx[(None, "© Copyright %(copyright)s.")] == "© %(copyright)s。"  # © is the word
@@ -208,27 +210,25 @@ def test_the_footer_says_copyright_once(interface):
 
 
 @pytest.mark.fixture
-def test_the_term_table_speaks_the_page_language(interface):
+def test_the_term_list_speaks_the_page_language(interface):
     from bs4 import BeautifulSoup
 
-    def rows(language):
+    def entries(language):
         page = BeautifulSoup((interface.site() / language / "terms.html").read_text(encoding="utf8"), "html.parser")
-        for label in page.select(".book-cell-label"):
-            label.decompose()
-        head = [cell.get_text().strip() for cell in page.select("table.book-term-list thead th")]
-        return head, [[cell.get_text().strip() for cell in row.find_all("td")]
-                      for row in page.select("table.book-term-list tbody tr")]
+        terms = page.select("dl.book-term-list > dt")
+        assert not page.select(".book-term-list .book-cell-label")  # no label repeated on each entry
+        return [[term.get_text().strip(), term.find_next_sibling("dd").get_text().strip()] for term in terms]
 
-    head, zh = rows("zh")
-    assert head == ["本书用词", "含义", "不用的说法"]
-    assert zh == [["切断", "让反向传播不再经过计算图的某处，如 detach()。", "截断"],
-                  ["错误信息", "程序出错时给出的说明文字。“报错”是动词，不当名词用。", "报错信息"]]
+    # The word and its meaning only: the variants and patterns are the build's rules, not the reader's.
+    zh = entries("zh")
+    assert zh == [["切断", "让反向传播不再经过计算图的某处，如 detach()。"],
+                  ["错误信息", "程序出错时给出的说明文字。“报错”是动词，不当名词用。"]]
     # An identifier in `backticks` is in code font, as in the pages.
     page = (interface.site() / "zh" / "terms.html").read_text(encoding="utf8")
     assert re.search(r"如 <code[^>]*>(<span[^>]*>)?detach\(\)", page), page
-    _, en = rows("en")
-    assert en == [["切断", "cutting the graph, as detach() does", "截断"],
-                  ["错误信息", "an error message (报错 is the verb, never the noun)", "报错信息"]]
+    assert "报错信息" not in page
+    assert entries("en") == [["切断", "cutting the graph, as detach() does"],
+                             ["错误信息", "an error message (报错 is the verb, never the noun)"]]
 
 
 @pytest.mark.unit

@@ -16,8 +16,9 @@ admonitions; a link's text, never its target; never code, inline code or outputs
 captions of its tables of contents, and, once per build, the site's title and the
 edition's interface strings (``locale/<language>/LC_MESSAGES/*.po``).
 
-The glossary shows the list itself: ``{term-list} zh`` renders ``docs/terms.zh.toml`` as a
-table, in every language, each term's meaning in the page's language.
+The glossary shows the list's words: ``{term-list} zh`` renders ``docs/terms.zh.toml`` as a
+definition list, in every language, each term's meaning in the page's language (not its
+variants and patterns, which are the editing rules this module applies).
 """
 
 from __future__ import annotations
@@ -236,28 +237,30 @@ def with_code(text: str):
 
 
 class TermList(SphinxDirective):
-    """``{term-list} <language code>``: that language's term list as a table, each term's
-    meaning in the language of the page (``meaning_<code>``, else ``meaning``)."""
+    """``{term-list} <language code>``: that language's term list as a definition list, each
+    term the edition's word and its meaning in the language of the page (``meaning_<code>``,
+    else ``meaning``).
+
+    Only the words the edition uses are shown, as the glossary shows its other terms: the
+    variants and the patterns are the build's editing rules, which stay in the term list.
+    The page's own prose says once what the words are ("the Chinese edition writes"), where
+    a table would repeat that label on every card of a phone's layout."""
 
     required_arguments = 1
 
     def run(self) -> list:
         from docutils import nodes
 
-        from ..configuration.messages import message
-        from ..site.readable_layout import table
-
         name = TERMS.format(code=self.arguments[0])
         path = Path(self.env.srcdir).parent / name
         self.env.note_dependency(str(path))
         terms = load_terms(path)
         language = Path(self.env.srcdir).name  # docs/<code>: the page's language
-        separator = message(self.config, "terms_separator")
-        rows = [[nodes.strong(term.use, term.use), with_code(term.meaning_in(language)), separator.join(term.shown_variants())]
-                for term in terms]
-        return [table([message(self.config, "terms_col_use"), message(self.config, "terms_col_meaning"),
-                       message(self.config, "terms_col_not")], rows,
-                      classes=["book-term-list"])]
+        items = [nodes.definition_list_item(
+                     "", nodes.term("", "", nodes.strong(term.use, term.use)),
+                     nodes.definition("", nodes.paragraph("", "", with_code(term.meaning_in(language)))))
+                 for term in terms]
+        return [nodes.definition_list("", *items, classes=["book-term-list"])]
 
 
 def setup(app: Sphinx) -> None:

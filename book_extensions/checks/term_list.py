@@ -23,7 +23,7 @@ class Pattern:
     near: re.Pattern | None = None
     within: int | None = None
     allowed: tuple[re.Pattern, ...] = ()
-    label: str = ""  # how the term table shows it ("" : not shown)
+    label: str = ""  # a short name for the misuse, for whoever reads the term list
     advice: str = ""  # what to write instead, for the warning ("" : the term itself)
 
     def matches(self, sentence: str):
@@ -52,9 +52,6 @@ class Term:
 
     def meaning_in(self, language: str) -> str:
         return self.meanings.get(language, self.meaning)
-
-    def shown_variants(self) -> list[str]:
-        return [*self.variants, *(pattern.label for pattern in self.patterns if pattern.label)]
 
 
 TERM_KEYS = {"use", "meaning", "not", "allow", "pattern"}

@@ -36,14 +36,17 @@ ENGLISH = {
     "edition_provenance": "Every output in this edition was printed by torch {torch} on {device}; built on {date}.",
     "switch_label": "Language",
     "search_placeholder": "Search…",
+    # The search page's status line, in place of Sphinx's searchtools.js (which asks the reader
+    # to select "categories" the site does not have): site/search.py passes them to book-search.js.
+    "search_preparing": "Preparing search…",
+    "search_searching": "Searching",
+    "search_none": "No page of this book matches the search. Check the spelling, or try other words.",
+    "search_one": "Found 1 page.",
+    "search_many": "Found {count} pages.",
     "code_prompt_show": "Show code cell {type}",
     "code_prompt_hide": "Hide code cell {type}",
     "root_title": "Cutting the Graph · 切断计算图",
     "provenance_build": "This build ran on {device} and was made on {date}.",
-    "terms_col_use": "the Chinese edition writes",
-    "terms_col_meaning": "for",
-    "terms_col_not": "and not",
-    "terms_separator": ", ",
     "provenance_col_package": "package",
     "provenance_col_version": "version",
     "provenance_col_page": "page",
@@ -95,7 +98,9 @@ ENGLISH = {
     "difference_shown": "{one} and {two} show a different {shown}",
     "difference_missing": "not in the {two} record (code changed since)",
     "difference_stale": "this cell's code has changed since the {two} run",
-    "not_found": "This page does not exist.",
+    # The 404 page: a heading, then why and what to do, each in its own line.
+    "not_found": "Page not found",
+    "not_found_hint": "The address may be mistyped, or the page may have been renamed or moved.",
     "not_found_link": "Go to the start of the book",
 }
 

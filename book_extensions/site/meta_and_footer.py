@@ -150,6 +150,7 @@ def write_manifest(app: Sphinx) -> None:
         "base_url": app.config.book_base_url.rstrip("/"),
         "root_title": message(app.config, "root_title"),
         "not_found": message(app.config, "not_found"),
+        "not_found_hint": message(app.config, "not_found_hint"),
         "not_found_link": message(app.config, "not_found_link"),
         # Pages left out of every table of contents, so out of the sitemap too: the device
         # page until a CUDA run is recorded (device_page.py).

@@ -7,7 +7,8 @@ their single best word. This module keeps Sphinx's index and search page and add
 - how often each indexed word occurs on each page (``_static/searchcounts.js``), so
   that the browser can rank with BM25; the same file carries the language's synonyms
   (a term list's variants and the words readers type for its terms, docs/terms.zh.toml)
-  and names the home page, which ranks below every chapter unless the query names it;
+  and names the home page, which ranks below every chapter unless the query names it, and
+  carries the search page's status lines in the book's words (configuration/messages.py);
 - ``book-search.js`` on the search page only: a ranking that lets a pasted message match
   although the reader's own tensor or layer names are not in the book, boosts pages whose
   section heading the query quotes or names, cuts Chinese queries into the index's own
@@ -226,6 +227,15 @@ def page_entry(counts: Counter, quotes: list[list[str]]) -> dict:
     return {**entry, "quotes": quotes} if quotes else entry
 
 
+def status_messages(app: Sphinx) -> dict[str, str]:
+    """The search page's status lines in the book's words (configuration/messages.py), which
+    book-search.js shows instead of searchtools.js's: Sphinx's own ask the reader to select
+    "categories" the site does not have, and its Chinese says 您 where the book says 你."""
+    from ..configuration.messages import message
+
+    return {name: message(app.config, f"search_{name}") for name in ("preparing", "searching", "none", "one", "many")}
+
+
 def write_counts(app: Sphinx) -> None:
     pages = builder_counts(app)
     if pages is None:  # a builder without a search index (singlehtml, epub)
@@ -238,7 +248,8 @@ def write_counts(app: Sphinx) -> None:
     kept = {name: pages[name] for name in sorted(pages) if name in indexed}
     target = Path(app.outdir) / "_static" / COUNTS_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps({"pages": kept, "home": app.config.root_doc, "synonyms": synonyms(term_list(app))},
+    data = json.dumps({"pages": kept, "home": app.config.root_doc, "synonyms": synonyms(term_list(app)),
+                       "messages": status_messages(app)},
                       ensure_ascii=False, separators=(",", ":"))
     target.write_text(f"{COUNTS_PREFIX}{data};\n", encoding="utf8")
 

@@ -47,6 +47,16 @@
 
   const index = () => Search._index;
   const searchData = () => window.bookSearchCounts || { pages: {} };
+  // The status lines in the book's words (site/search.py): searchtools' own ask for
+  // "categories" the site does not have.
+  const said = searchData().messages || {};
+  if (said.searching) Documentation.TRANSLATIONS["Searching"] = said.searching;
+  if (said.preparing) Documentation.TRANSLATIONS["Preparing search..."] = said.preparing;
+  const finish = (count) => {
+    _finishSearch(count);
+    const line = count === 0 ? said.none : count === 1 ? said.one : said.many;
+    if (line) Search.status.innerText = line.replace("{count}", count);
+  };
   const synonyms = () => searchData().synonyms || {};
   const has = (table, word) => Object.prototype.hasOwnProperty.call(table, word);
   const docsOf = (entry) => (entry === undefined ? [] : Array.isArray(entry) ? entry : [entry]);
@@ -536,6 +546,6 @@
     const results = Search._performSearch(searchQuery, searchTerms, excludedTerms, highlightTerms, objectTerms);
     const match = matcher(searchTerms, highlightTerms);
     for (const result of [...results].reverse()) showResult(result, match);
-    _finishSearch(results.length);
+    finish(results.length);
   };
 })();

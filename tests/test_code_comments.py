@@ -194,6 +194,16 @@ def test_a_zh_page_that_loads_another_program_fails_parity(tmp_path):
         ("docs/zh/index.md", "code cell 1 loads other.py, en/index.md's prog.py")]
 
 
+def test_a_zh_page_that_shows_a_part_of_the_english_program_fails_parity(tmp_path):
+    docs = twin_book(tmp_path)
+    page = docs / "zh" / "index.md"
+    page.write_text(page.read_text(encoding="utf8") + "\n```{literalinclude} ../../examples/prog.py\n:lines: 2\n```\n",
+                    encoding="utf8")
+    assert parity.compare(docs, "zh", "en") == [
+        ("docs/zh/index.md", "line 18 names ../../examples/prog.py: a zh page shows ../../examples/zh/prog.py, "
+                             "the program with its comments and docstrings in zh")]
+
+
 # --- the build: gates on fixture books ---------------------------------------------------------
 
 

@@ -14,3 +14,4 @@ def test_broken_front_matter_in_one_language_does_not_quiet_the_other(sphinx_boo
     assert "not a MyST notebook" not in en_warnings, en_warnings
     assert "not a MyST notebook" in zh_warnings, zh_warnings
     assert en.statuscode == zh.statuscode == 1
+

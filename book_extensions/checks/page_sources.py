@@ -6,12 +6,16 @@
 - code cells in Python (pages run in a Python kernel);
 - no execution settings of its own (one timeout and one error policy for the book);
 - a title (Sphinx reports a page without one from every toctree that lists it, once
-  per page whose sidebar shows that toctree: six times in a small book).
+  per page whose sidebar shows that toctree: six times in a small book);
+- a program a code cell loads that is longer than a screen (:data:`FOLD_LINES`) is folded
+  (``tags: [hide-input]``, a closed ``<details>`` that works without JavaScript), and the
+  page shows the part its text discusses with a ``{literalinclude}`` of that program.
 """
 
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from pathlib import Path
 
@@ -85,6 +89,64 @@ def refuse_page_execution_settings(app: Sphinx, docname: str, source: list[str])
     source[0] = "---\n" + yaml.safe_dump(front, allow_unicode=True, sort_keys=False) + "---\n" + text[match.end():]
 
 
+FOLD_LINES = 40  # about a screen of code, on a phone and on a laptop
+OPTIONS_BLOCK = re.compile(r"---\n(.*?)^---[ \t]*$", re.S | re.M)
+OPTION_LINE = re.compile(r":(\w[\w-]*):[ \t]*(.*)")
+LITERALINCLUDE = re.compile(r"^[`~:]{3,}\{literalinclude\}[ \t]+(\S+)", re.M)
+
+
+def cell_options(body: str) -> dict:
+    """A code cell's options: its ``---`` YAML block, or its leading ``:name: value`` lines."""
+    import yaml
+
+    if body.startswith("---\n"):
+        match = OPTIONS_BLOCK.match(body)
+        try:
+            options = yaml.safe_load(match.group(1)) if match else None
+        except yaml.YAMLError:
+            return {}  # myst-nb says what is wrong with it
+        return options if isinstance(options, dict) else {}
+    options = {}
+    for line in body.splitlines():
+        found = OPTION_LINE.fullmatch(line.strip())
+        if not found:
+            break
+        options[found.group(1)] = yaml.safe_load(found.group(2)) if found.group(2) else None
+    return options
+
+
+def unfolded_programs(text: str, page: Path) -> list[tuple[int, str]]:
+    """(line, problem) for each code cell that loads a program longer than FOLD_LINES
+    without folding it, or without the page showing a part of it."""
+    shown = {os.path.normpath(page.parent / target) for target in LITERALINCLUDE.findall(text)}
+    problems = []
+    for number, cell in enumerate(code_cells(text), start=1):
+        options = cell_options(text[cell.body_start:cell.body_end])
+        load = options.get("load")
+        if not isinstance(load, str):
+            continue
+        try:
+            count = len((page.parent / load).read_text(encoding="utf8").splitlines())
+        except (OSError, UnicodeDecodeError):
+            continue  # myst-nb says the program cannot be loaded
+        if count <= FOLD_LINES:
+            continue
+        tags = options.get("tags") if isinstance(options.get("tags"), list) else []
+        missing = [what for what, ok in (("fold it (tags: [hide-input])", "hide-input" in tags),
+                                         (f"show the part the text discusses ({{literalinclude}} {load}, "
+                                          ":pyobject: one function)", os.path.normpath(page.parent / load) in shown))
+                   if not ok]
+        if missing:
+            problems.append((cell.line, f"code cell {number} loads {load}, {count} lines, longer than a screen "
+                                        f"({FOLD_LINES}): {' and '.join(missing)}"))
+    return problems
+
+
+def refuse_unfolded_programs(app: Sphinx, docname: str, source: list[str]) -> None:
+    for line, problem in unfolded_programs(source[0], Path(app.env.doc2path(docname))):
+        logger.warning(problem, location=(docname, line), type="book", subtype="unfolded_program")
+
+
 def refuse_undecodable_pages(app: Sphinx, env, docnames: list[str]) -> None:
     """A page that is not UTF-8 is reported and left unread; Sphinx would stop the whole build.
 
@@ -139,5 +201,6 @@ def setup(app: Sphinx) -> None:
     # Before myst-nb's own source-read handling, which executes the page.
     app.connect("source-read", refuse_page_execution_settings, priority=100)
     app.connect("source-read", refuse_other_languages, priority=100)
+    app.connect("source-read", refuse_unfolded_programs, priority=100)
     app.connect("doctree-read", refuse_other_formats)
     app.connect("doctree-read", refuse_untitled_page)

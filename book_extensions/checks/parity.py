@@ -211,10 +211,10 @@ def twin_problems(examples: Path, language: str) -> list[tuple[str, str]]:
     return problems
 
 
-# What a page loads into a code cell (``:load:`` or ``load:`` in its options) or offers for
-# download ({download}`text <path>` or {download}`path`).
-REFERENCE = re.compile(r"^\s*:?load:\s*(?P<load>\S+)\s*$|\{download\}`(?:[^`<]*<(?P<target>[^>`]+)>|(?P<plain>[^`]+))`",
-                       re.M)
+# What a page loads into a code cell (``:load:`` or ``load:`` in its options), shows a
+# part of ({literalinclude} path) or offers for download ({download}`text <path>` or {download}`path`).
+REFERENCE = re.compile(r"^\s*:?load:\s*(?P<load>\S+)\s*$|^[`~:]{3,}\{literalinclude\}[ \t]+(?P<include>\S+)"
+                       r"|\{download\}`(?:[^`<]*<(?P<target>[^>`]+)>|(?P<plain>[^`]+))`", re.M)
 
 
 def example_references(docs: Path, language: str, reference: str) -> list[tuple[str, str]]:
@@ -228,7 +228,7 @@ def example_references(docs: Path, language: str, reference: str) -> list[tuple[
         for path in sorted((docs / lang).rglob("*.md")):
             text = path.read_text(encoding="utf8")
             for found in REFERENCE.finditer(text):
-                named = (found["load"] or found["target"] or found["plain"]).strip()
+                named = (found["load"] or found["include"] or found["target"] or found["plain"]).strip()
                 target = Path(os.path.normpath(path.parent.resolve() / named))
                 if not target.is_relative_to(examples) or target.parent == own:
                     continue

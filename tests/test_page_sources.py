@@ -1,0 +1,43 @@
+"""What a page's source must be (book_extensions/checks/page_sources.py), on inline pages."""
+
+from __future__ import annotations
+
+import pytest
+
+FOLD_FRONT = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
+
+
+def folded_page(tmp_path, lines: int, options: str, include: str = "") -> list[tuple[int, str]]:
+    from book_extensions.checks import page_sources
+
+    (tmp_path / "examples").mkdir(exist_ok=True)
+    (tmp_path / "examples" / "prog.py").write_text("".join(f"x{n} = {n}\n" for n in range(lines)))
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    page = tmp_path / "docs" / "p.md"
+    page.write_text(f"{FOLD_FRONT}# T\n\n{include}```{{code-cell}} ipython3\n{options}```\n")
+    return page_sources.unfolded_programs(page.read_text(), page)
+
+
+SHOWN = "```{literalinclude} ../examples/prog.py\n:lines: 1-3\n```\n\n"
+
+
+@pytest.mark.unit
+def test_a_long_program_must_be_folded_and_a_part_of_it_shown(tmp_path):
+    from book_extensions.checks.page_sources import FOLD_LINES
+
+    yaml_load = "---\nload: ../examples/prog.py\n---\n"
+    assert folded_page(tmp_path, FOLD_LINES, yaml_load) == []  # a screen: shown whole
+    assert folded_page(tmp_path, FOLD_LINES + 1, yaml_load) == [(9, (
+        f"code cell 1 loads ../examples/prog.py, {FOLD_LINES + 1} lines, longer than a screen ({FOLD_LINES}): "
+        "fold it (tags: [hide-input]) and show the part the text discusses ({literalinclude} "
+        "../examples/prog.py, :pyobject: one function)"))]
+    folded = "---\nload: ../examples/prog.py\ntags: [hide-input]\n---\n"
+    assert [p for _, p in folded_page(tmp_path, 60, folded)] == [
+        "code cell 1 loads ../examples/prog.py, 60 lines, longer than a screen (40): show the part the text "
+        "discusses ({literalinclude} ../examples/prog.py, :pyobject: one function)"]
+    assert [p for _, p in folded_page(tmp_path, 60, yaml_load, SHOWN)] == [
+        "code cell 1 loads ../examples/prog.py, 60 lines, longer than a screen (40): fold it (tags: [hide-input])"]
+    assert folded_page(tmp_path, 60, folded, SHOWN) == []
+    # the other way to write options, and a part of another program does not count
+    assert folded_page(tmp_path, 60, ":load: ../examples/prog.py\n:tags: [hide-input]\n", SHOWN) == []
+    assert len(folded_page(tmp_path, 60, folded, SHOWN.replace("prog.py", "other.py"))) == 1

@@ -84,6 +84,8 @@ html_context = {"default_mode": "auto"}
 html_last_updated_fmt = None
 html_copy_source = False
 html_show_sourcelink = False
+# The book has no index entries: genindex.html would be an empty "Index" page.
+html_use_index = False
 
 # "Check yourself" blocks state exact output: Sphinx's default adds ELLIPSIS and
 # IGNORE_EXCEPTION_DETAIL, which pass a block expecting the wrong error message. A block

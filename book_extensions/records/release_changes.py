@@ -271,6 +271,11 @@ def annotate(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> li
             continue
         number = number_of[container["cell_index"]]
         container["ids"].append(f"cell-{number}")
+        section = container.parent
+        while section is not None and not isinstance(section, nodes.section):
+            section = section.parent
+        if section is not None and section.children and isinstance(section[0], nodes.title):
+            page_state.of(app.env, docname).cell_sections[number] = section[0].astext()
         cell = notebook.cells[container["cell_index"]]
         outputs, shown_media = cell_outputs(cell), cell_media(cell)
         digest = cell_records.source_digest(cell.source)
@@ -397,11 +402,19 @@ class TorchReleases(SphinxDirective):
 
 
 def resolve_cell_references(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    """Name the cell by its page's title (known once every page is read), linked when current."""
+    """Name the cell by its page's title and, while it is the same cell today, its section's
+    (both known once every page is read), linked when current; else by its number."""
     for node in list(doctree.findall(cell_reference)):
         page, cell = node["page"], node["cell"]
         title = app.env.titles[page].astext() if page in app.env.titles else page
-        text = message(app.config, "releases_cell").format(page=title, cell=cell)
+        state = page_state.every(app.env).get(page)
+        section = state.cell_sections.get(cell) if node["link"] and state is not None else None
+        if section == title:  # above the page's first section: the page names it
+            text = title
+        elif section:
+            text = message(app.config, "releases_cell_section").format(page=title, section=section)
+        else:
+            text = message(app.config, "releases_cell").format(page=title, cell=cell)
         if not node["link"]:
             node.replace_self(nodes.Text(text))
             continue

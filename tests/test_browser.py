@@ -34,6 +34,15 @@ def test_the_language_switch_keeps_the_page_and_the_section(page):
     page.wait_for_url("**/en/detach.html#detach-numpy")
 
 
+def test_the_language_switch_lands_on_the_subsection_being_read_not_the_one_in_the_address(page):
+    # The address names a section; the reader has scrolled to its third subsection, so the
+    # section is still on screen, but its heading is not: the switch carries the subsection.
+    visit(page, "/en/error-atlas.html#error-atlas-silent")
+    page.evaluate("document.getElementById('error-silent-hooks').scrollIntoView()")
+    page.click(".book-language-switch a[hreflang='zh-CN']")
+    page.wait_for_url("**/zh/error-atlas.html#error-silent-hooks")
+
+
 @pytest.mark.parametrize("language, query, expected", [
     ("en", "detach", "detach.html"),
     ("en", "inplace", "error-atlas.html"),

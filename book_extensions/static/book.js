@@ -40,13 +40,15 @@ document.addEventListener("click", (event) => {
 
 // The language switch keeps the reader's place: a section's anchor is the same label
 // in every language (the parity check sees to it), so carry it over to the other
-// language's page: the anchor in the address while its target is on screen, else the
+// language's page: the anchor in the address while its heading is on screen, else the
 // section being read, the last whose heading has scrolled into the top third (none
-// while the page has not been scrolled).
+// while the page has not been scrolled). The heading, not the section: a section holds
+// its subsections, so it stays "on screen" while the reader is several of them further.
 function placeOnThisPage() {
   const target = window.location.hash && document.getElementById(decodeURIComponent(window.location.hash.slice(1)));
   if (target) {
-    const { top, bottom } = target.getBoundingClientRect();
+    const heading = target.matches("section") && target.querySelector(":scope > :is(h1, h2, h3, h4, h5, h6)");
+    const { top, bottom } = (heading || target).getBoundingClientRect();
     if (bottom >= 0 && top <= window.innerHeight) {
       return window.location.hash;
     }

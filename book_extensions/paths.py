@@ -13,6 +13,30 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent  # book_extensions/: its locale/, static/, templates/
 ROOT = PACKAGE.parent  # the repository: conf.py, docs/, examples/, results/, torch-releases.txt
 
+# The folders the verbs read and write unless told otherwise (their --docs, --out, --cache-root,
+# --results and --confdir): named once, so that no two verbs disagree.
+DOCS = ROOT / "docs"
+BUILD = ROOT / "_build"
+CACHE_ROOT = ROOT / ".jupyter_cache"
+RESULTS = ROOT / "results"
+SITE = BUILD / "cpu" / "html"  # the web site a CPU build publishes
+FOLDER_OPTIONS = {
+    "--docs": (DOCS, "the pages, one folder per language"),
+    "--out": (BUILD, "where builds write, one folder per device"),
+    "--cache-root": (CACHE_ROOT, "the execution cache"),
+    "--results": (RESULTS, "the records of every cell's outputs"),
+    "--confdir": (ROOT, "the folder with conf.py"),
+}
+
+
+def add_folder_options(parser, *flags: str, helps: dict[str, str] | None = None) -> None:
+    """Add the options ``flags`` (keys of :data:`FOLDER_OPTIONS`) to an argparse parser, with
+    their defaults; ``helps`` replaces an option's help where a verb says more."""
+    for flag in flags:
+        default, help_text = FOLDER_OPTIONS[flag]
+        help_text = (helps or {}).get(flag, help_text)
+        parser.add_argument(flag, type=Path, default=default, help=f"{help_text} (default: {shown(default)})")
+
 
 def shown(path: str | os.PathLike, base: Path = ROOT) -> str:
     """``path`` as a message names it: relative to ``base`` when inside it, else as given.

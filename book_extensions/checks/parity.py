@@ -42,7 +42,7 @@ from sphinx.util import logging
 
 from ..execution import code_comments
 from ..execution.code_comments import code_of
-from ..paths import write_atomically
+from ..paths import DOCS, write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m book_extensions parity", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("docs", nargs="?", type=Path, default=Path("docs"),
+    parser.add_argument("docs", nargs="?", type=Path, default=DOCS,
                         help="the folder with one sub-folder per language (default: docs)")
     docs = parser.parse_args(argv).docs
     languages = [lang.code for lang in book_languages()]

@@ -43,7 +43,7 @@ from sphinx.util import logging
 from .. import build_state
 from ..configuration.languages import current_language
 from ..myst_source import HAN, blocks
-from ..paths import ROOT
+from ..paths import DOCS
 
 logger = logging.getLogger(__name__)
 
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pages", nargs="*", type=Path, help="MyST pages (default: docs/zh/*.md)")
     parser.add_argument("--limit", type=int, default=LONG_SENTENCE)
     options = parser.parse_args(argv)
-    pages = options.pages or sorted((ROOT / "docs" / "zh").glob("*.md"))
+    pages = options.pages or sorted((DOCS / "zh").glob("*.md"))
     total = 0
     for page in pages:
         for line, count, sentence in long_sentences(page.read_text(encoding="utf8"), options.limit):

@@ -39,7 +39,7 @@ from pathlib import Path
 from ..configuration.settings import book_languages
 from ..execution.cache_key import EXECUTIONS_FILE
 from ..myst_source import code_cells
-from ..paths import ROOT
+from ..paths import DOCS, ROOT
 
 NO_CHANGE_TARGET = 0.10  # issue 21: a no-change rebuild of both languages, as a share of a cold build
 PROSE_EDIT_TARGET = 3.0  # issue 30: seconds, a rebuild of both languages after a prose-only edit of one page
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     languages = [lang.code for lang in book_languages(ROOT)]
     with tempfile.TemporaryDirectory(prefix="book-bench-") as tmp:
         work = Path(tmp)
-        shutil.copytree(ROOT / "docs", work / "docs")
+        shutil.copytree(DOCS, work / "docs")
         shutil.copytree(ROOT / "examples", work / "examples")  # pages :load: programs from here
         page = page_with_code(work / "docs", languages[0])
         steps = [

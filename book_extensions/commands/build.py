@@ -76,7 +76,7 @@ from ..configuration.settings import Language, book_languages
 from ..configuration.site_inputs import digest_of
 from ..execution import processes
 from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache
-from ..paths import PACKAGE, ROOT
+from ..paths import PACKAGE, add_folder_options
 from . import publish
 from .build_locks import hold_build_locks
 from .last_build import (
@@ -151,17 +151,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--language", action="append", dest="languages", metavar="CODE",
                         help="build only this language (repeatable); default: all")
-    parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="folder with one sub-folder per language")
-    parser.add_argument("--out", type=Path, default=ROOT / "_build")
-    parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
-    parser.add_argument("--confdir", type=Path, default=ROOT)
+    add_folder_options(parser, "--docs", "--out", "--cache-root", "--confdir")
     parser.add_argument("-j", "--jobs", help="Sphinx's processes (default: one a core, one for a "
                         f"rebuild after an edit of {SERIAL_REBUILD} files or fewer)")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
     parser.add_argument("--record", action="store_true",
                         help="html only: once the site is published, record every code cell's outputs in "
                              "<results>/<device>.json from the very --docs and --cache-root it was built from")
-    parser.add_argument("--results", type=Path, default=ROOT / "results", help="where --record writes")
+    add_folder_options(parser, "--results", helps={"--results": "where --record writes"})
     parser.epilog = "Arguments after -- go to sphinx-build, for example: -- -D nb_execution_timeout=30"
     own, extra = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = parser.parse_args(own)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..configuration.settings import book_languages, read, reference_language
 from ..execution.cache_key import cache_dir
-from ..paths import ROOT, shown
+from ..paths import ROOT, add_folder_options, shown
 from ..records import cell_records, release_changes
 from ..records.release_records import execute_missing
 from .toolchain import ToolchainError, environment_held
@@ -131,8 +131,7 @@ def check(docs: Path, cache_root: Path, timeout: int, jobs: int = 1) -> tuple[in
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m book_extensions determinism", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--docs", type=Path, default=ROOT / "docs")
-    parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    add_folder_options(parser, "--docs", "--cache-root")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                         help="pages executed at once (default: one per core)")
     args = parser.parse_args(argv)

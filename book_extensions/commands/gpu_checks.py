@@ -20,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..paths import ROOT
+from ..paths import add_folder_options
 from .toolchain import pinned_torch
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=Path, required=True, help="the build's output")
     parser.add_argument("--doctest", type=Path, required=True, help="the doctest builder's output.txt")
     parser.add_argument("--write", type=Path, required=True, help="where the findings go, one a line")
-    parser.add_argument("--results", type=Path, default=ROOT / "results")
+    add_folder_options(parser, "--results")
     parser.add_argument("--torch", help="the run's torch version (default: the installed torch's)")
     args = parser.parse_args(argv)
     version = args.torch

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import ROOT
+from ..paths import ROOT, SITE
 from .chromium import CHROMIUM_FLAGS, QuietHandler, chromium_path, serve
 
 # Lighthouse 13 needs Node 22.19; Debian's and GitHub's runners' Node is 20, so the last 12.x.
@@ -216,7 +216,7 @@ def report(found: list[Scores]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m book_extensions lighthouse", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", nargs="?", type=Path, default=ROOT / "_build" / "cpu" / "html")
+    parser.add_argument("site", nargs="?", type=Path, default=SITE)
     parser.add_argument("--page", default="*", help="glob over <language>/<page>.html (default: every page)")
     args = parser.parse_args(argv)
     if not pages_of(args.site):

@@ -18,10 +18,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from ..configuration.settings import book_languages
-from ..paths import ROOT
+from ..paths import ROOT, add_folder_options
 from .build import compile_sphinx_catalogs, sphinx_command, start_problems
 from .build import parse_args as build_args
 from .build_locks import hold_build_locks
@@ -33,9 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("language", nargs="?", help="a language of conf.py (default: the first)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--port", default="8000")
-    parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="folder with one sub-folder per language")
-    parser.add_argument("--out", type=Path, default=ROOT / "_build")
-    parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    add_folder_options(parser, "--docs", "--out", "--cache-root")
     parser.epilog = "Arguments after -- go to sphinx-build, as with build: -- -D nb_execution_timeout=30"
     argv = sys.argv[1:] if argv is None else argv
     own, sphinx_args = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])

@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import ROOT
+from ..paths import SITE
 from .chromium import CHROMIUM_FLAGS, chromium_path, serve
 
 # Issue 20's phone: a 375 px screen on a slow mobile network and a slow CPU.
@@ -133,7 +133,7 @@ def report(found: list[Load], requests: bool = False) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m book_extensions weight", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", nargs="?", type=Path, default=ROOT / "_build" / "cpu" / "html")
+    parser.add_argument("site", nargs="?", type=Path, default=SITE)
     parser.add_argument("--page", default="*", help="glob over <language>/<page>.html (default: every page)")
     parser.add_argument("--no-throttle", action="store_true", help="full speed: bytes only mean anything then")
     parser.add_argument("--requests", action="store_true", help="list each page's responses")

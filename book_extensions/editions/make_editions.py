@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..commands import build
 from ..configuration.settings import Language, book_languages, read
-from ..paths import ROOT, write_atomically
+from ..paths import add_folder_options, write_atomically
 from .offline_builders import OFFLINE, edition_file_name, sources_digest, write_stamp
 
 
@@ -43,10 +43,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("kind", choices=("pdf", "epub"))
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--language", action="append", dest="languages", metavar="CODE")
-    parser.add_argument("--docs", type=Path, default=ROOT / "docs")
-    parser.add_argument("--out", type=Path, default=ROOT / "_build")
-    parser.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
-    parser.add_argument("--confdir", type=Path, default=ROOT)
+    add_folder_options(parser, "--docs", "--out", "--cache-root", "--confdir")
     return parser.parse_args(argv)
 
 

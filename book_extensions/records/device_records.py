@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..paths import ROOT
+from ..paths import add_folder_options
 from .cell_records import (
     SAME_RELEASE_RULES,
     RecordError,
@@ -98,13 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     rec = commands.add_parser("record", help="write results/<device>.json from the execution cache")
     rec.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    rec.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
-    rec.add_argument("--docs", type=Path, default=ROOT / "docs")
-    rec.add_argument("--results", type=Path, default=ROOT / "results")
+    add_folder_options(rec, "--cache-root", "--docs", "--results")
     cmp_ = commands.add_parser("compare", help="compare results/cuda.json with the CPU record of its torch release "
                                   "(cpu-torch-<release>.json when recorded, else cpu.json)")
-    cmp_.add_argument("--results", type=Path, default=ROOT / "results")
-    cmp_.add_argument("--docs", type=Path, default=ROOT / "docs")
+    add_folder_options(cmp_, "--results", "--docs")
     cmp_.add_argument("--record", type=Path, help="the record to compare (default: cuda.json in --results); "
                       "a CPU record must equal the CPU record of its torch release in --results")
     args = parser.parse_args(argv)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..commands.toolchain import ToolchainError, environment_held
 from ..configuration.settings import read, reference_language
-from ..paths import ROOT
+from ..paths import BUILD, ROOT, add_folder_options
 from . import cell_records
 from .release_changes import changes, current_release, excerpt, record_path, recorded
 from .release_list import RELEASES_FILE, ReleasesError, listed
@@ -119,7 +119,7 @@ def check(results: Path, docs: Path, cache_root: Path, pinned: str) -> int:
     What a maintainer reads before moving the pin: run by ``nox -s newest-torch``.
     """
     release = current_release()
-    out = ROOT / "_build" / f"torch-{release}"
+    out = BUILD / f"torch-{release}"
 
     def build(builder: str) -> int:
         return subprocess.run([sys.executable, "-m", "book_extensions", "build", builder, "-q", "--docs", str(docs),
@@ -140,16 +140,15 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     rec = commands.add_parser("record", help="execute the book under the installed torch and record it")
-    rec.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    add_folder_options(rec, "--cache-root")
     chg = commands.add_parser("changes", help="what changed between recorded releases")
     chg.add_argument("--from", dest="old", help="compare only this release ...")
     chg.add_argument("--to", dest="new", help="... with this one, and fail on any change")
     chk = commands.add_parser("check", help="build, doctest and record the installed torch; "
                                             "fail on anything that differs from the pinned release")
-    chk.add_argument("--cache-root", type=Path, default=ROOT / ".jupyter_cache")
+    add_folder_options(chk, "--cache-root")
     for command in (rec, chg, chk):
-        command.add_argument("--docs", type=Path, default=ROOT / "docs")
-        command.add_argument("--results", type=Path, default=ROOT / "results")
+        add_folder_options(command, "--docs", "--results")
         command.add_argument("--releases", type=Path, default=RELEASES_FILE)
     args = parser.parse_args(argv)
     try:

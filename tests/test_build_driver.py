@@ -152,6 +152,22 @@ def test_an_output_folder_inside_the_docs_is_refused(tmp_path, inside):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("cache", ["out/cpu/html-work/en/cache", "out/cpu/html/cache", "out"])
+def test_a_cache_inside_the_output_folder_is_refused(tmp_path, cache):
+    # Inside the working folder it was published with the site (attack case 23), inside the
+    # site deleted by every publish.
+    docs, out, cache_root = tmp_path / "docs", tmp_path / "out", tmp_path / cache
+    shutil.copytree(FIXTURES / "driver_pages" / "docs", docs)
+    build = subprocess.run(
+        [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
+         "--docs", str(docs), "--out", str(out), "--cache-root", str(cache_root)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert (build.returncode, build.stdout + build.stderr) == (2, (
+        f"error: --cache-root {cache_root} and --out {out} overlap: publishing would copy the execution "
+        "cache into the site or delete it; choose folders apart\n"))
+    assert not out.exists()
+
+
 def end(processes: list[psutil.Process]) -> None:
     for process in processes:
         try:

@@ -11,6 +11,7 @@ import pytest
 from books import FIXTURES
 
 from book_extensions.checks import parity
+from book_extensions.execution import code_comments
 from book_extensions.execution.code_comments import code_of, english_lines, is_english, prose_in, split
 from book_extensions.records import cell_records
 
@@ -272,3 +273,14 @@ def test_a_page_and_its_twin_loading_page_share_one_execution(tmp_path):
     # The page's code is keyed (kernel_inputs.py): a twin whose code differs gets its own execution.
     docs = twin_book(tmp_path / "differs", twin="# 一个程序\nprint(2)\n")
     assert key(docs, "en") != key(docs, "zh")
+
+
+@pytest.mark.unit
+def test_code_that_reads_its_own_prose_is_found_however_it_prints_it():
+    # One execution serves every language: len(f.__doc__) or .upper() shows the first
+    # language's docstring in a form no output check recognises (attack case 17).
+    source = ('def f():\n    """Adds one."""\n    return 1\n\nprint(len(f.__doc__), f.__doc__.upper())\n'
+              'import inspect\nsrc = inspect.getsource(f)\nhelp(f)\n')
+    assert code_comments.prose_readers(source) == [(5, "__doc__"), (7, "getsource"), (8, "help")]
+    assert code_comments.prose_readers("x = {'help': 1}\nprint(x['help'])\n") == []  # a string is not a reader
+    assert code_comments.prose_readers("%time x = 1\n") == []  # IPython syntax: its whole source is its code

@@ -186,11 +186,15 @@ def missing_locale() -> str | None:
 
 
 def misplaced_folder(args: argparse.Namespace) -> str | None:
-    """A folder the build writes that lies among the pages' sources, or None."""
+    """A folder the build writes that lies among the pages' sources, or the cache inside the
+    output (published with the site, or deleted by each publish), or None."""
     for option, folder in (("--out", args.out), ("--cache-root", args.cache_root)):
         if folder.is_relative_to(args.docs):
             return (f"{option} {folder} is inside the docs folder {args.docs}: every page would see "
                     f"the build change its sources; choose a folder outside it")
+    if args.cache_root.is_relative_to(args.out) or args.out.is_relative_to(args.cache_root):
+        return (f"--cache-root {args.cache_root} and --out {args.out} overlap: publishing would copy the "
+                f"execution cache into the site or delete it; choose folders apart")
     return None
 
 

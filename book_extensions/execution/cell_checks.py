@@ -29,7 +29,7 @@ from sphinx.util import logging
 
 from ..configuration.settings import Language
 from ..paths import ROOT
-from .code_comments import english_lines, prose_in
+from .code_comments import english_lines, prose_in, prose_readers
 
 logger = logging.getLogger(__name__)
 
@@ -199,6 +199,15 @@ def check_prose(app: Sphinx, docname: str, notebook) -> int:
                     f"code cell {number}{named}: a comment or docstring in English ({text[:80]!r}); "
                     f"this edition's readers read its code too: write it in {language.name}",
                     location=(docname, line), type="book", subtype="code_comment_language")
+    for number, (index, cell) in enumerate(code_cells, start=1):
+        for row, what in prose_readers(cell.source):
+            line, named = prose_location(app, docname, notebook, index, row)
+            problems += 1
+            logger.warning(
+                f"code cell {number}{named} reads the code's own prose ({what}): every language is served "
+                "from one execution, so whatever it prints of it is the first language's; show something "
+                "that is not a comment or docstring", location=(docname, line), type="book",
+                subtype="code_comment_output")
     sources = None
     for number, (index, cell) in enumerate(code_cells, start=1):
         texts = output_texts(cell)

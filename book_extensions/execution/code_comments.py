@@ -21,6 +21,9 @@ Since one execution serves every language, no output may depend on the prose:
 - ``cell_checks.py`` warns about an output that shows a comment or docstring of its page (a
   traceback's source line, ``print(f.__doc__)``, ``inspect.getsource``), which the other
   language would show in the first one's words;
+- :func:`prose_readers` finds the code that reads the prose itself (``f.__doc__``, ``help()``,
+  ``inspect.getsource``…): whatever it prints of it (``len(f.__doc__)``, ``.upper()``) is
+  the first language's, and no output check can see that; ``cell_checks.py`` refuses it;
 - line numbers differ between languages, so ``commands/determinism.py`` executes the second
   language's pages and compares their outputs with the first language's.
 
@@ -187,3 +190,25 @@ def prose_in(output: str, sources: list[str]) -> str | None:
             if pattern.search(output):
                 return text
     return None
+
+
+# What reads a program's own comments or docstrings: the attribute, and the functions (of
+# inspect, or the builtin help) that return them or print them.
+DOC_ATTRIBUTES = {"__doc__"}
+PROSE_FUNCTIONS = {"help", "getdoc", "getcomments", "getsource", "getsourcelines", "findsource"}
+
+
+def prose_readers(source: str) -> list[tuple[int, str]]:
+    """(line, what) for each place the code reads comments or docstrings; none for a cell
+    Python cannot read (IPython syntax), whose code is its whole source anyway."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in DOC_ATTRIBUTES | PROSE_FUNCTIONS:
+            found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.Name) and node.id in PROSE_FUNCTIONS and isinstance(node.ctx, ast.Load):
+            found.append((node.lineno, node.id))
+    return sorted(set(found))

@@ -81,7 +81,9 @@ MEASURE = """() => {
 #   over the token whose boxes start on two lines); a URL is checked piece by piece;
 # - doctests: a wrapped input line whose continuation does not hang right of its prompt;
 # - Chinese: a closing punctuation mark that starts a line (a Range per character: one
-#   whose box starts below the previous character's, in the same block).
+#   whose box starts below the previous character's, in the same block);
+# - the rules of issue 33: a wrapped output line's hang, the headings' sizes and lines,
+#   the top bar's tap targets, what the copy buttons cover, characters per line of prose.
 SURVEY = """language => {
   const W = document.documentElement.clientWidth;
   const short = el => el.textContent.trim().slice(0, 80);
@@ -171,7 +173,72 @@ SURVEY = """language => {
       }
     }
   }
-  return {tables, scrolling, brokenTokens, printed: printed.length, hangs, lineStarts};
+  // Outputs: every printed line that wraps, and how far right of the line's start its
+  // continuation starts (in the block's characters).
+  const outputHangs = [];
+  for (const pre of document.querySelectorAll('.cell_output .output pre, .book-release-output pre')) {
+    if (!visible(pre)) continue;
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const texts = [];
+    let all = '';
+    while (walker.nextNode()) { texts.push([walker.currentNode, all.length]); all += walker.currentNode.data; }
+    const at = i => { let k = texts.length - 1; while (k > 0 && texts[k][1] > i) k--; return [texts[k][0], i - texts[k][1]]; };
+    let start = 0;
+    for (const line of all.split('\\n')) {
+      if (line.trim()) {
+        const range = document.createRange();
+        range.setStart(...at(start));
+        const [node, offset] = at(start + line.length - 1);
+        range.setEnd(node, offset + 1);
+        const rects = tops(range);
+        const below = rects.filter(r => r.top >= rects[0].bottom - 1);
+        if (below.length) {
+          const n = Math.min(10, line.length);  // the width of a character: of the first ten
+          range.setEnd(...at(start + n));
+          outputHangs.push({line: line.slice(0, 60), hang: Math.min(...below.map(r => r.left)) - rects[0].left,
+                            ch: range.getBoundingClientRect().width / n});
+        }
+      }
+      start += line.length + 1;
+    }
+  }
+  // Headings: size and weight, and the lines each takes (its boxes' distinct rows).
+  const headings = [...document.querySelectorAll('.bd-article :is(h1, h2, h3, h4)')].map(h => {
+    const range = document.createRange();
+    range.selectNodeContents(h);
+    let lines = 0, bottom = -Infinity;
+    for (const r of tops(range).sort((a, b) => a.top - b.top)) {
+      if (r.top >= bottom - 1) { lines++; bottom = r.bottom; } else bottom = Math.max(bottom, r.bottom);
+    }
+    const style = getComputedStyle(h);
+    return {tag: h.tagName.toLowerCase(), size: parseFloat(style.fontSize), weight: +style.fontWeight, lines,
+            text: h.textContent.replace(/#$/, '').trim().slice(0, 80)};
+  });
+  // The top bar's controls a reader taps, as laid out (the full-screen button by its class).
+  const controls = [...document.querySelectorAll('.bd-header-article :is(a[href], button, .btn)')]
+    .filter(visible).map(el => {
+      const box = el.getBoundingClientRect();
+      return {name: (el.getAttribute('aria-label') || el.title || el.textContent).trim().slice(0, 40),
+              width: box.width, height: box.height, fullscreen: el.matches('.btn-fullscreen-button')};
+    });
+  // Copy buttons: the code they would cover (boxes of the code's text, as far as the code
+  // box shows it, that meet the button's), and whether they are shown.
+  const copyButtons = [...document.querySelectorAll('.bd-article div.highlight > button.copybtn')].filter(visible).map(button => {
+    const pre = button.parentElement.querySelector(':scope > pre');
+    const b = button.getBoundingClientRect(), box = pre.getBoundingClientRect();
+    const range = document.createRange();
+    range.selectNodeContents(pre);
+    const covered = tops(range).some(r => r.left < Math.min(b.right, box.right) && r.right > b.left
+                                        && r.top < b.bottom && r.bottom > b.top && r.height > 0);
+    return {code: short(pre).slice(0, 40), covered, opacity: +getComputedStyle(button).opacity};
+  });
+  // The measure: characters per line of the article's paragraphs of three lines or more.
+  const perLine = [...document.querySelectorAll('.bd-article section > p')].flatMap(p => {
+    const lines = Math.round(p.getBoundingClientRect().height / parseFloat(getComputedStyle(p).lineHeight));
+    return lines >= 3 ? [p.textContent.replace(/\\s+/g, ' ').trim().length / lines] : [];
+  });
+  return {tables, scrolling, brokenTokens, printed: printed.length, hangs, lineStarts,
+          outputHangs, headings, controls, copyButtons, perLine};
 }"""
 
 

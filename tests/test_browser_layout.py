@@ -297,3 +297,107 @@ def test_the_cheat_sheet_prints_whole(browser, site, language):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"layout-{language}-cheat-sheet-print.png"), full_page=True)
     context.close()
+
+
+# --- issue 33: typography and small things on every screen ---------------------------
+
+@SWEPT
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_headings_scale_down_on_a_phone(browser, site, book, language):
+    """At 375 px a page title is at most 28 px, a section title at most 22 px, an h3
+    clearly smaller than an h2 (the theme's 42, 34 and 28 px made titles of three or four
+    lines, and its bold h3 outweighed the h2), and no heading takes more than two lines."""
+    found = survey(browser, site, book.site(), language, 375)
+    headings = [(name, h) for name, page in found.items() for h in page["headings"]]
+    sizes = {tag: {h["size"] for _, h in headings if h["tag"] == tag} for tag in ("h1", "h2", "h3")}
+    assert all(sizes.values()) and len(headings) > 250, sizes
+    assert max(sizes["h1"]) <= 28 and max(sizes["h2"]) <= 22, sizes
+    assert max(sizes["h3"]) <= 0.9 * min(sizes["h2"]), sizes
+    assert [(name, h["tag"], h["lines"], h["text"]) for name, h in headings if h["lines"] > 2] == []
+
+
+@SWEPT
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_wrapped_output_lines_hang(browser, site, book, language):
+    """On a phone every output wraps: a wrapped line's continuation starts right of where
+    the line started, by two characters, so that it does not read as a line (an
+    entry) of its own; as a doctest's wrapped input hangs under its code."""
+    hangs = [(name, h) for name, page in survey(browser, site, book.site(), language, 375).items()
+             for h in page["outputHangs"]]
+    assert len(hangs) > 100  # the check saw wrapped lines: tracebacks, warnings, tensors
+    # 1.5: a character is measured on the line's first ten, which may be bold (<mark>)
+    assert [(name, h["line"], round(h["hang"])) for name, h in hangs if h["hang"] < 1.5 * h["ch"]] == []
+
+
+@SWEPT
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_top_bar_controls_are_tap_targets(browser, site, book, language, width):
+    """On a phone each control of the top bar (menus, the other language, colours, search)
+    is at least 44 by 44 px, and the full-screen button is not offered; on a desktop it is."""
+    problems, seen = [], set()
+    for name, page in survey(browser, site, book.site(), language, width).items():
+        for control in page["controls"]:
+            seen.add(control["name"])
+            if control["fullscreen"] and width == 375:
+                problems.append((name, "full-screen button on a phone"))
+            if width == 375 and (control["width"] < 44 or control["height"] < 44):
+                problems.append((name, control["name"], round(control["width"]), round(control["height"])))
+        if width == 1280 and not any(c["fullscreen"] for c in page["controls"]):
+            problems.append((name, "no full-screen button on a desktop"))
+    assert len(seen) >= 4, seen  # the menus, the language link, the colours, search
+    assert sorted(set(problems)) == []
+
+
+@SWEPT
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_copy_buttons_cover_no_code_on_a_phone(browser, site, book, language):
+    """At 375 px a code box's copy button is shown (a touch screen has no hover) and
+    covers none of its code: no box of the code's text meets the button's."""
+    buttons = [(name, b) for name, page in survey(browser, site, book.site(), language, 375).items()
+               for b in page["copyButtons"]]
+    assert len(buttons) > 300
+    assert [(name, b["code"]) for name, b in buttons if b["covered"]] == []
+    assert [(name, b["code"]) for name, b in buttons if b["opacity"] < 1] == []
+
+
+@pytest.mark.swept("en")
+@pytest.mark.parametrize("width", ALL_WIDTHS[1:])
+def test_english_lines_keep_a_readable_measure(browser, site, book, width):
+    """On a tablet (900 px, no side bars) as on a desktop, a page's English paragraphs run
+    at most 82 characters a line on average (the median paragraph's; at 900 px the
+    column held about 100), and not fewer than 60."""
+    found = survey(browser, site, book.site(), "en", width)
+    medians = {}
+    for name, page in found.items():
+        lines = sorted(page["perLine"])
+        if len(lines) >= 3:
+            medians[name] = round(lines[len(lines) // 2])
+    assert len(medians) > 20
+    assert {name: m for name, m in medians.items() if not 60 <= m <= 82} == {}
+
+
+def test_back_to_top_covers_no_text_on_a_phone(browser, site):
+    """The theme shows its "back to top" button while the reader scrolls up. At 375 px it
+    is a tap target of 44 by 44 px or more inside the top bar, over none of the text (the
+    theme's pill sat at the bottom of the screen, over the paragraph being read)."""
+    context = browser.new_context(base_url=site, viewport={"width": 375, "height": 800})
+    page = context.new_page()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for language in LANGUAGES:
+        visit(page, f"/{language}/error-atlas.html")
+        page.mouse.wheel(0, 4000)
+        page.wait_for_timeout(300)
+        page.mouse.wheel(0, -600)  # the theme shows the button on a scroll up
+        page.wait_for_timeout(300)
+        found = page.evaluate("""() => {
+          const button = document.getElementById('pst-back-to-top');
+          const box = button.getBoundingClientRect(), bar = document.querySelector('.bd-header-article').getBoundingClientRect();
+          return {shown: getComputedStyle(button).display !== 'none', width: box.width, height: box.height,
+                  inBar: box.top >= bar.top && box.bottom <= bar.bottom, name: button.textContent.trim()};
+        }""")
+        page.screenshot(path=str(SCREENSHOTS / f"layout-{language}-back-to-top-375.png"))
+        assert found["shown"], (language, found)
+        assert found["width"] >= 44 and found["height"] >= 44 and found["inBar"], (language, found)
+        assert found["name"], language  # its words still name it
+    context.close()

@@ -127,3 +127,36 @@ def test_the_workflows_build_line_makes_a_findable_shareable_site(build_fixture,
     assert f"Sitemap: {BASE}/sitemap.xml" in (site / "robots.txt").read_text(encoding="utf8")
     root = {link["hreflang"]: link["href"] for link in soup(site / "index.html").select("link[hreflang]")}
     assert root == {"en": f"{BASE}/en/index.html", "zh-CN": f"{BASE}/zh/index.html"}
+
+
+# --- the build driver's swap (book_extensions/commands/publish.py) ---------------------------
+
+@pytest.mark.unit
+def test_a_publish_that_fails_halfway_keeps_the_last_site_and_says_why_in_one_line(tmp_path, monkeypatch):
+    import shutil
+
+    from types import SimpleNamespace
+
+    from book_extensions.commands import publish
+
+    device = tmp_path / "cpu"
+    (device / "html" / "en").mkdir(parents=True)
+    (device / "html" / "en" / "index.html").write_text("the last good site")
+    (device / "html-work" / "en").mkdir(parents=True)
+    (device / "html-work" / "en" / "index.html").write_text("the new site")
+    failures = [(f"/src/{n}", f"/dst/{n}", f"[Errno 28] No space left on device: '/src/{n}' -> '/dst/{n}'")
+                for n in range(3)]
+
+    def full_disk(source, target, **options):
+        Path(target).mkdir(parents=True)  # half a copy, as a full disk leaves it
+        raise shutil.Error(failures)
+
+    monkeypatch.setattr(publish.shutil, "copytree", full_disk)
+    english = SimpleNamespace(code="en")  # all publish reads of a language
+    with pytest.raises(OSError) as raised:
+        publish.publish(device, ["en"], [english], tmp_path / "docs")
+    assert publish.why_not(raised.value) == "[Errno 28] No space left on device (3 files not copied)"
+    publish.recover(device)  # what the driver does next, and the next build first
+    assert (device / "html" / "en" / "index.html").read_text() == "the last good site"
+    assert not (device / publish.NEXT).exists()
+    assert publish.why_not(PermissionError(13, "Permission denied")) == "[Errno 13] Permission denied"

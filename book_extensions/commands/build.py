@@ -518,7 +518,13 @@ def build_languages(args: argparse.Namespace, languages: list[Language], stop: S
             # so that it never stops the swap halfway (and the build then says it finished).
             signal.pthread_sigmask(signal.SIG_BLOCK, Stop.MESSAGES)
             try:
-                problem = publish.publish(device_dir, list(built), book_languages(args.confdir), args.docs)
+                try:
+                    problem = publish.publish(device_dir, list(built), book_languages(args.confdir), args.docs)
+                except OSError as error:  # a full disk, a folder that cannot be written
+                    publish.recover(device_dir)
+                    print(f"error: the site was not published (the last one stays): {publish.why_not(error)}",
+                          file=sys.stderr)
+                    return 1
                 for code, inputs in built.items():
                     doctrees = device_dir / "doctrees" / code
                     write_note(doctrees, {**read_note(doctrees), "site": inputs})

@@ -43,6 +43,15 @@ def recover(device_dir: Path) -> None:
     remove(device_dir / NEXT)
 
 
+def why_not(error: OSError) -> str:
+    """An error of :func:`publish` in one line: copytree's lists every file it could not copy."""
+    failures = error.args[0] if isinstance(error, shutil.Error) and error.args else None
+    if isinstance(failures, list) and failures and len(failures[0]) == 3:
+        reason = str(failures[0][2]).split(": '")[0]  # "[Errno 28] No space left on device"
+        return f"{reason} ({len(failures)} files not copied)"
+    return str(error)
+
+
 def publish(device_dir: Path, built: list[str], languages: list[Language], docs: Path) -> str | None:
     """Make the site the working folders of ``built`` plus the other languages as published;
     returns why the site root's files are missing, if they are (as root_files.write)."""

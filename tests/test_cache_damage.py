@@ -134,3 +134,15 @@ def test_a_full_disk_while_storing_is_one_line_and_leaves_no_record(tmp_path, mo
     freed = build(tmp_path, "freed")
     assert freed.returncode == 0, freed.output
     assert executed(freed) == ["index"] and "from the kernel 42" in page(freed)
+
+
+@pytest.mark.unit
+def test_a_cache_folder_that_cannot_be_written_is_one_line(tmp_path):
+    # A read-only key folder crashed Sphinx at the cache's lock (attack case 2); the driver
+    # now asks first. (Root writes through permissions: a file in the way stands for it.)
+    from book_extensions.execution.cache_key import unwritable_cache
+
+    (tmp_path / "cache").write_text("a file where the cache's folder goes")
+    folder = tmp_path / "cache" / "cpu-key"
+    assert unwritable_cache(folder) == f"cannot write the execution cache {folder}: Not a directory"
+    assert unwritable_cache(tmp_path / "writable" / "cpu-key") is None

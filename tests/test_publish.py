@@ -134,7 +134,6 @@ def test_the_workflows_build_line_makes_a_findable_shareable_site(build_fixture,
 @pytest.mark.unit
 def test_a_publish_that_fails_halfway_keeps_the_last_site_and_says_why_in_one_line(tmp_path, monkeypatch):
     import shutil
-
     from types import SimpleNamespace
 
     from book_extensions.commands import publish

@@ -75,7 +75,7 @@ from ..configuration import settings
 from ..configuration.settings import Language, book_languages
 from ..configuration.site_inputs import digest_of
 from ..execution import processes
-from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache
+from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache, unwritable_cache
 from ..paths import PACKAGE, add_folder_options
 from . import publish
 from .build_locks import hold_build_locks
@@ -345,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         except KernelMismatch as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
-        problem = unreadable_cache(cache_dir(args.cache_root, args.device, kernel))
+        cache = cache_dir(args.cache_root, args.device, kernel)
+        problem = unreadable_cache(cache) or unwritable_cache(cache)
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2

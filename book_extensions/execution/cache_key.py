@@ -174,6 +174,21 @@ MISSING = ((re.compile(r"no such table: (\w+)"), r"no table \1"),
            (re.compile(r"no such column: (\w+)\.(\w+)"), r"table \1 has no column \2"))
 
 
+CACHE_LOCK = "book-cache.lock"  # in the cache's folder: runner.cache_lock
+
+
+def unwritable_cache(folder: Path) -> str | None:
+    """Why the build cannot write the cache in ``folder`` (a read-only disk or folder: the
+    cache's lock lives there), or None."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / CACHE_LOCK, "a", encoding="utf8"):
+            pass
+    except OSError as error:
+        return f"cannot write the execution cache {folder}: {error.strerror or error}"
+    return None
+
+
 def unreadable_cache(folder: Path) -> str | None:
     """Why the cache in ``folder`` cannot be used (a corrupt, foreign or damaged database), or None.
 

@@ -50,7 +50,7 @@ from ..editions import offline_builders
 from ..records import release_changes
 from ..site.device_page import device_name
 from . import kernel_inputs, page_state, runner
-from .cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, torch_version, unreadable_cache
+from .cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, torch_version, unreadable_cache, unwritable_cache
 from .cell_checks import check_cells, clean_outputs
 from .notebook_downloads import write_notebook
 
@@ -83,7 +83,7 @@ def configure_execution(app: Sphinx, config: Config) -> None:
         config.book_cache_root = str(Path(app.confdir, config.book_cache_root))
     config.nb_execution_cache_path = str(cache_path(config))
     # The build driver says this before Sphinx starts; this is for sphinx-build run by hand.
-    problem = unreadable_cache(Path(config.nb_execution_cache_path))
+    problem = unreadable_cache(Path(config.nb_execution_cache_path)) or unwritable_cache(Path(config.nb_execution_cache_path))
     if problem:
         raise ConfigError(problem)
     # Create the cache's database now, under the cache's lock: parallel readers, or the

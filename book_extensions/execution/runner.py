@@ -68,6 +68,7 @@ from nbformat import ValidationError
 from traitlets import Integer, default
 
 from . import kernel_inputs
+from .cache_key import CACHE_LOCK
 from .cell_checks import cell_line, output_size, too_much_output
 from .code_comments import code_of
 from .processes import adopt_orphans, stop
@@ -545,7 +546,7 @@ def install_client() -> None:
 
 def cache_lock(cache_path: str) -> FileLock:
     """Held for every read or write of one cache's database, across parallel readers."""
-    return FileLock(os.path.join(cache_path, "book-cache.lock"))
+    return FileLock(os.path.join(cache_path, CACHE_LOCK))
 
 
 # A Unix socket's path holds at most 107 bytes; zmq names a kernel's sockets

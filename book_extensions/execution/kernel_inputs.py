@@ -98,7 +98,8 @@ INPUTS = (
     Input("the repository code kernels import", "keyed", "only a staged copy of KERNEL_PACKAGE is importable "
           "(startup file, figures, writes audit); its files are in the digest",
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
-    Input("the rest of the repository", "neutralised", "not on the kernel's PYTHONPATH: importing it fails",
+    Input("the rest of the repository", "neutralised", "not on the kernel's PYTHONPATH: importing it fails "
+          "(a file a cell opens by its path is not keyed: CONTRIBUTING says so; pages open none)",
           "test_kernel_inputs.py::test_the_builds_environment_does_not_reach_a_page"),
     Input("the executor", "keyed", "execution/runner.py and this module are in the digest",
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),

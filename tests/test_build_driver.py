@@ -168,6 +168,21 @@ def test_a_cache_inside_the_output_folder_is_refused(tmp_path, cache):
     assert not out.exists()
 
 
+def test_a_home_page_that_is_not_utf8_is_one_line_before_sphinx_starts(tmp_path):
+    # Set aside like any undecodable page, the home page left Sphinx to crash (attack case 36).
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "driver_pages" / "docs", docs)
+    home = docs / "en" / "index.md"
+    home.write_bytes(home.read_bytes() + b"bad \xff byte\n")
+    line = home.read_bytes().count(b"\n")
+    build = subprocess.run(
+        [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en",
+         "--docs", str(docs), "--out", str(tmp_path / "out"), "--cache-root", str(tmp_path / "cache")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert (build.returncode, build.stdout + build.stderr) == (
+        2, f"error: {home}:{line}: not valid UTF-8 (byte 0xff): save the page as UTF-8\n")
+
+
 def end(processes: list[psutil.Process]) -> None:
     for process in processes:
         try:

@@ -76,7 +76,7 @@ from ..configuration.settings import Language, book_languages
 from ..configuration.site_inputs import digest_of
 from ..execution import processes
 from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache, unwritable_cache
-from ..paths import PACKAGE, add_folder_options
+from ..paths import PACKAGE, add_folder_options, shown
 from . import publish
 from .build_locks import hold_build_locks
 from .last_build import (
@@ -182,6 +182,23 @@ def missing_locale() -> str | None:
         asked = next((f"{name}={os.environ[name]}" for name in ("LC_ALL", "LC_CTYPE", "LANG") if os.environ.get(name)),
                      "the locale")
         return f"{asked} is not a locale this machine has (`locale -a` lists them): set another, or C.UTF-8"
+    return None
+
+
+def undecodable_home_page(args: argparse.Namespace) -> str | None:
+    """A language's home page that is not UTF-8: the build sets such a page aside and says so
+    (checks/page_sources.py), but without its home page Sphinx stops with a crash report."""
+    for language in book_languages(args.confdir):
+        page = args.docs / language.code / "index.md"
+        try:
+            page.read_bytes().decode("utf8")
+        except OSError:
+            continue  # no home page: Sphinx says so
+        except UnicodeDecodeError as error:
+            data = page.read_bytes()
+            line = data[: error.start].count(b"\n") + 1
+            return (f"{shown(page, Path.cwd())}:{line}: not valid UTF-8 (byte 0x{data[error.start:error.start + 1].hex()}): "
+                    "save the page as UTF-8")
     return None
 
 
@@ -306,7 +323,8 @@ def start_problems(args: argparse.Namespace) -> list[str]:
     """Why a build (or the live preview) cannot start, one line each, before Sphinx would crash:
     the settings, the folders, the locale, every input file."""
     problems = settings.problems(args.confdir, args.docs, args.languages, args.sphinx_args)
-    problems = problems or [problem for problem in [misplaced_folder(args), missing_locale()] if problem]
+    problems = problems or [problem for problem in [misplaced_folder(args), missing_locale(), undecodable_home_page(args)]
+                            if problem]
     return problems or input_problems(args)
 
 

@@ -204,3 +204,27 @@ def test_a_build_is_refused_while_the_preview_runs(tmp_path):
     again = build_locks.hold_lock(lock)
     assert again is not None
     os.close(again)
+
+
+@pytest.mark.unit
+def test_a_lock_held_by_processes_a_killed_build_left_is_named_with_their_pids(tmp_path):
+    # A driver killed with SIGKILL leaves Sphinx and its kernel holding the locks until the
+    # cell ends (attack case 10): the refused build names them, and how to end them.
+    lock = tmp_path / build_locks.LOCK
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock.write_text(f"\n{int(dead.stdout)}\n")  # what the killed driver wrote: no holder's name, its pid
+    holder = subprocess.Popen([sys.executable, "-c", f"f = open({str(lock)!r}); import time; time.sleep(60)"])
+    try:
+        for _ in range(100):  # until it has opened the file
+            if build_locks.holders_of(lock):
+                break
+            time.sleep(0.05)
+        said = build_locks.busy(lock, "using the execution cache X", "--cache-root", preview=False)
+        assert said == (f"processes left by a build that was killed ({holder.pid} ({psutil.Process(holder.pid).name()})) "
+                        f"are still using the execution cache X: they end when their cell does, or end them now: "
+                        f"kill {holder.pid}")
+    finally:
+        holder.kill()
+        holder.wait()
+    lock.write_text(f"\n{os.getpid()}\n")  # a driver that runs: the usual line
+    assert build_locks.busy(lock, "using X", "--cache-root", preview=False).startswith("another build is using X")

@@ -49,7 +49,9 @@ def hold_build_locks(args: argparse.Namespace, holder: str = "") -> tuple[list[i
             problem = busy(folder / LOCK, using, option, preview=bool(holder))
             break
         os.ftruncate(lock, 0)
-        os.pwrite(lock, holder.encode(), 0)  # who holds it, for a refused build to say
+        # Who holds it and its process, for a refused build to say (a preview execs into
+        # sphinx-autobuild: the same process).
+        os.pwrite(lock, f"{holder}\n{os.getpid()}\n".encode(), 0)
         locks.append(lock)
     if problem is None:
         try:
@@ -68,12 +70,41 @@ def hold_build_locks(args: argparse.Namespace, holder: str = "") -> tuple[list[i
 def busy(lock: Path, using: str, option: str, preview: bool) -> str:
     """Why a build (or, with ``preview``, the live preview) cannot take a lock that is held."""
     try:
-        holder = lock.read_text(encoding="utf8").strip()
+        holder, _, pid = lock.read_text(encoding="utf8").partition("\n")
     except (OSError, UnicodeDecodeError):
-        holder = ""
+        holder, pid = "", ""
+    holder, pid = holder.strip(), pid.strip()
+    if pid.isdigit() and not process_exists(int(pid)):
+        # A driver killed with SIGKILL leaves Sphinx and its kernels, which inherited its lock,
+        # running until their cell ends.
+        left = holders_of(lock)
+        return (f"processes left by a build that was killed ({', '.join(left) or 'gone by now'}) are still {using}: "
+                f"they end when their cell does" + (f", or end them now: kill {' '.join(p.split()[0] for p in left)}"
+                                                     if left else ""))
     who = holder or "another build"
     if preview:
         return f"{who} is {using}: wait for it to finish, then start the preview again"
     if holder:
         return f"{who} is {using}: stop it, or give this build its own {option}"
     return f"another build is {using}: wait for it to finish, or give this one its own {option}"
+
+
+
+def process_exists(pid: int) -> bool:
+    import psutil
+
+    return psutil.pid_exists(pid)
+
+
+def holders_of(lock: Path) -> list[str]:
+    """"<pid> (<name>)" of each process that holds ``lock`` open."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["pid", "name"]):
+        try:
+            if any(f.path == str(lock) for f in process.open_files()):
+                found.append(f"{process.info['pid']} ({process.info['name']})")
+        except psutil.Error:
+            continue
+    return found

@@ -75,7 +75,8 @@ MEASURE = """() => {
 # Per page, the rules of issue 20 measured in the browser:
 # - tables: a table's box that scrolls sideways, a cell past the screen's edge, a body
 #   cell whose label (readable_layout.py's span.book-cell-label) is missing or does not repeat
-#   its column's header, and how the table is laid out (a real table or cards);
+#   its column's header, how the table is laid out (a real table or cards), whether it is
+#   marked too wide for a phone (book-wide) and whether it fits laid out as a table;
 # - printed text (outputs, doctests, other releases' outputs): a block that scrolls
 #   sideways, and an identifier or a number whose characters sit on two lines (a Range
 #   over the token whose boxes start on two lines); a URL is checked piece by piece;
@@ -101,7 +102,15 @@ SURVEY = """language => {
       return {ok: label !== null && label.textContent.trim() === headers[i] && label.getAttribute('aria-hidden') === 'true',
               shown: label !== null && visible(label)};
     }));
-    return {text: short(table), scrolls: box.scrollWidth > box.clientWidth + 1,
+    // Whether it fits laid out as a table: measured with readable_layout's mark taken off.
+    const wide = table.classList.contains('book-wide');
+    table.classList.remove('book-wide');
+    // (with room: one that needs nine tenths of the column or more reads as cramped)
+    const fitsAsTable = box.scrollWidth < 0.9 * box.clientWidth;
+    const overflowsAsTable = box.scrollWidth > box.clientWidth + 1;
+    if (wide) table.classList.add('book-wide');
+    return {text: short(table), scrolls: box.scrollWidth > box.clientWidth + 1, wide, fitsAsTable, overflowsAsTable,
+            rows: table.querySelectorAll('tbody tr').length,
             cellsOff: cells.filter(c => visible(c) && c.getBoundingClientRect().right > W + 0.5).map(short),
             labelsWrong: labels.filter(l => !l.ok).length, labelsShown: labels.filter(l => l.shown).length,
             cells: labels.length, display: getComputedStyle(table).display, headShown};

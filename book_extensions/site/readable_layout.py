@@ -35,6 +35,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from ..myst_source import HAN
+
 # Where a long piece of code may break: before ".attr", after "::", "/", an opening
 # "(" (never inside "()") and the "=" of "name=value". Shorter pieces never need it.
 BREAK = re.compile(r"(?<=[\w)\]])(?=\.[A-Za-z_])|(?<=\()(?=[^)])|(?<=::)(?=\w)|(?<=/)(?=\w)|(?<=\w=)(?=\w)")
@@ -234,11 +236,51 @@ class ReadableLayout(SphinxPostTransform):
                 entry["classes"].append(mark)
 
 
+# How wide a table's narrowest layout is, estimated from what cannot break (book.css sets
+# tables in .85rem, 13.6 px): a word of prose, a piece of code (whole: code in a table never
+# breaks), two Chinese characters (a line may end after any one, but not before closing
+# punctuation). Measured in Chromium on the book's tables; the browser tests check the result.
+PHONE_COLUMN = 343  # px: the article column on a 375 px phone
+CELL_PADDING = 17  # px: a cell's padding and border
+TEXT_CHAR, CODE_CHAR, HAN_CHAR = 7.6, 7.2, 13.6  # px
+HAN_RUN = re.compile(f"[{HAN}]+")
+
+
+def narrowest(entry: nodes.entry, code_breaks: bool = False) -> float:
+    """The width (px) a cell cannot be narrower than: its widest unbreakable piece
+    (``code_breaks``: its code wraps between words, as in a table of quoted messages)."""
+    widest = 0.0
+    for text in entry.findall(nodes.Text):
+        if any(isinstance(a, cell_label) for a in ancestors(text)):
+            continue
+        if not code_breaks and any(isinstance(a, nodes.literal) for a in ancestors(text)):
+            widest = max(widest, len(str(text)) * CODE_CHAR)
+            continue
+        for word in str(text).split():
+            latin = HAN_RUN.split(word)
+            widest = max(widest, *(len(piece) * TEXT_CHAR for piece in latin),
+                         2 * HAN_CHAR if HAN_RUN.search(word) else 0)
+    return widest + CELL_PADDING
+
+
+def too_wide_for_a_phone(table: nodes.table) -> bool:
+    """Whether the table, laid out as a table, cannot fit a phone's column."""
+    columns: dict[int, float] = {}
+    code_breaks = bool(MESSAGE_TABLES & set(table["classes"]))
+    for row in table.findall(nodes.row):
+        for index, entry in enumerate(cell for cell in row.children if isinstance(cell, nodes.entry)):
+            columns[index] = max(columns.get(index, 0.0), narrowest(entry, code_breaks))
+    # A margin for the fonts the estimate does not know (a Chinese page's Latin letters are wider).
+    return sum(columns.values()) > 0.95 * PHONE_COLUMN
+
+
 def label_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     # Late (priority 900), after the pages that fill their tables in when every page is
     # read (provenance_page.py, device_page.py).
     if app.builder.name in LABELLED_BUILDERS:
         for table in list(doctree.findall(nodes.table)):
+            if too_wide_for_a_phone(table):  # its rows become cards on a phone (book.css)
+                table["classes"].append("book-wide")
             label_cells(table)
 
 

@@ -252,6 +252,8 @@ def attach(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> int:
 
 def unattached(app: Sphinx, doctree: nodes.document) -> None:
     """An exercise on a page that executed nothing (or did not finish) is checked against nothing."""
+    if page_state.of(app.env).problems:
+        return  # its execution failed, and was reported: the exercises are checked when it runs
     for node in doctree.findall(exercise):
         if "number" not in node:
             logger.warning(f"exercise {node['exercise_id']!r} was not checked: its page executed no code cell "

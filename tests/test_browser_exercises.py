@@ -79,7 +79,12 @@ def test_an_exercise_works_from_the_keyboard_and_axe_finds_nothing(page, languag
     page.keyboard.press("Enter")
     assert exercise.locator("details.book-exercise-answer").get_attribute("open") is not None
     page.evaluate(axe_source())
-    assert page.evaluate(AXE_VIOLATIONS) == []
+    # As the sweep holds every page (test_browser.py): nothing serious or critical. (The one
+    # moderate finding, "region", is the theme's sidebar on every page, not an exercise.)
+    assert [v for v in page.evaluate(AXE_VIOLATIONS) if v[1] in ("serious", "critical")] == []
+    inside = page.evaluate("axe.run(document.querySelector('.book-exercise'), {resultTypes: ['violations']})"
+                           ".then(r => r.violations.map(v => v.id))")
+    assert inside == []
     assert page.problems == []
 
 

@@ -33,7 +33,9 @@ in it does one job (its docstring says which) and, if it is an extension, has it
   :mod:`~.site.first_paint` (each page's CSS inline, its head scripts deferred),
   :mod:`~.site.meta_and_footer` (Open Graph tags, the footer, each language's manifest),
   :mod:`~.site.root_files` (run by the build driver: language chooser, 404, robots.txt,
-  sitemap.xml), :mod:`~.site.provenance_page` (what built the book) and
+  sitemap.xml), :mod:`~.site.provenance_page` (what built the book),
+  :mod:`~.site.exercises` (predict-then-reveal exercises, their answers checked against the
+  outputs, and their index by misconception) and
   :mod:`~.site.device_page` (the device's name, and the "CPU vs CUDA" page), and
   :mod:`~.site.post_build`: every step after Sphinx writes a language's site (records, word
   counts, editions copied in, trimming, first paint, the checks over what was written), in
@@ -79,7 +81,7 @@ def setup(app) -> dict:
     from .editions import offline_builders
     from .execution import changed_pages, page_execution, page_state
     from .records import release_changes
-    from .site import asset_trimming, device_page, meta_and_footer, post_build, provenance_page, readable_layout, search
+    from .site import asset_trimming, device_page, exercises, meta_and_footer, post_build, provenance_page, readable_layout, search
 
     # The order matters: Sphinx runs the handlers of one event and priority in the order they
     # were connected, and adds stylesheets and scripts to pages in the order they were added.
@@ -90,7 +92,7 @@ def setup(app) -> dict:
     for module in (settings, page_state, changed_pages, search, languages, readable_layout, page_execution,
                    offline_builders, page_sources,
                    parity, prose, typography, asset_trimming, device_page, release_changes,
-                   meta_and_footer, provenance_page, post_build):
+                   exercises, meta_and_footer, provenance_page, post_build):
         module.setup(app)
     # env_version: what the environment holds per page (execution.page_state); a change reads every page again.
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 3}
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 4}

@@ -9,6 +9,8 @@
 - :mod:`.typography`: a CJK edition's spacing and punctuation (and a verb: long sentences);
 - :mod:`.remote_loads`: no cell's output makes its page load or run anything from another
   host (nor run a script at all), and the built site loads nothing from other hosts;
+- :mod:`.exercise_answers`: an exercise's declared answer, and whether the output of its cell
+  supports exactly that choice (read without Sphinx: parity and the input checks use it);
 - :mod:`.leaked_paths`: no published file shows a build machine's folders;
 - :mod:`.doctest_options`: which doctest blocks relax the exact comparison (listed, not refused).
 

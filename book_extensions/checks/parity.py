@@ -4,7 +4,9 @@ Every language has the same page files, and each page has the same notebook
 front matter, the same code cells (count, order, metadata, and source once comments
 and docstrings are left out, :mod:`..execution.code_comments`: the code a reader of either language
 runs; which is also what makes the second language a pure cache hit), the same doctest blocks
-and the same section structure (heading levels and explicit ``(label)=`` targets).
+the same section structure (heading levels and explicit ``(label)=`` targets) and the same
+exercises' options (``{exercise}``: its id, misconception, answer and each choice's conditions,
+:mod:`.exercise_answers`; the question and the choices' texts are prose).
 Prose is free, but every section must get the same anchor in every language: a
 heading without a ``(label)=`` above it is refused when the id that docutils makes
 from its text differs between languages (``自测`` becomes ``id8``, not
@@ -43,9 +45,11 @@ from sphinx.util import logging
 from ..execution import code_comments
 from ..execution.code_comments import code_of
 from ..paths import DOCS, write_atomically
+from .exercise_answers import source_options
 
 logger = logging.getLogger(__name__)
 
+EXERCISE_FENCE = "{exercise}"  # its options are the language-neutral part (checks/exercise_answers.py)
 CHECKED_FENCES = ("{doctest}", "{testcode}", "{testoutput}", "{testsetup}", "{testcleanup}")
 
 
@@ -60,6 +64,8 @@ class Page:
     checked_blocks: list[str]
     # Per heading: its text, and whether a (label)= stands right above it.
     titles: list[tuple[str, bool]] = ()
+    # Per exercise: its options (id, misconception, answer, each choice's conditions).
+    exercises: list[dict] = ()
 
     def anchors(self) -> list[str | None]:
         """Per heading, the id docutils would give it, or None when a label names it.
@@ -79,7 +85,7 @@ HEADING_TEXT = ("text", "code_inline")
 def read_page(path: Path) -> Page:
     notebook = read_myst_markdown_notebook(path.read_text(encoding="utf8"), path=str(path))
     parser = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "deflist"}), RendererHTML)
-    code_cells, headings, labels, blocks, titles = [], [], [], [], []
+    code_cells, headings, labels, blocks, titles, exercises = [], [], [], [], [], []
     for cell in notebook.cells:
         if cell.cell_type == "code":
             code_cells.append((cell.source, dict(cell.metadata)))
@@ -96,8 +102,10 @@ def read_page(path: Path) -> Page:
                 labels.append(token.content)
             elif token.type in ("fence", "colon_fence") and token.info.split(" ")[0] in CHECKED_FENCES:
                 blocks.append(token.content)
+            elif token.type in ("fence", "colon_fence") and token.info.split(" ")[0] == EXERCISE_FENCE:
+                exercises.append(source_options(token.content))
     metadata = {k: v for k, v in notebook.metadata.items() if k != "source_map"}
-    return Page(metadata, code_cells, headings, labels, blocks, titles)
+    return Page(metadata, code_cells, headings, labels, blocks, titles, exercises)
 
 
 def shown_anchor(anchor: str | None) -> str:
@@ -138,6 +146,14 @@ def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
                     f"put the same (label)= above it in both languages")
     if page.checked_blocks != reference.checked_blocks:
         return f"its doctest blocks differ from {ref_name}'s"
+    if len(page.exercises) != len(reference.exercises):
+        return f"it has {len(page.exercises)} exercises, {ref_name} has {len(reference.exercises)}"
+    for number, (mine, theirs) in enumerate(zip(page.exercises, reference.exercises), start=1):
+        if mine != theirs:
+            key = next(k for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k))
+            return (f"exercise {number} ({theirs.get('id', mine.get('id'))!r}) has {key}: {mine.get(key)!r}, "
+                    f"{ref_name}'s {theirs.get(key)!r}: an exercise's options (its answer and what each "
+                    "choice's output shows) are the same in every language")
     return None
 
 
@@ -250,7 +266,10 @@ CLEAN_RECORD = "book-parity-clean.json"  # in the doctrees: the pairs of pages f
 def checker_digest() -> str:
     """What reading and comparing a page depends on besides the pages: this code, and the
     parsers it reads them with."""
-    parts = [Path(__file__).read_bytes(), Path(code_comments.__file__).read_bytes()]
+    from . import exercise_answers
+
+    parts = [Path(__file__).read_bytes(), Path(code_comments.__file__).read_bytes(),
+             Path(exercise_answers.__file__).read_bytes()]
     parts += [importlib.metadata.version(name).encode() for name in ("myst-nb", "myst-parser", "markdown-it-py")]
     return hashlib.sha256(b"\0".join(parts)).hexdigest()
 

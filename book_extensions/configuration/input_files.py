@@ -11,7 +11,8 @@ published:
   and ``cpu-torch-<release>.json``, each a record of that release;
 - each language's term list, ``docs/terms.<code>.toml`` (its own loader's checks, and its
   ``[search]`` table of words);
-- the words jieba keeps whole in the Chinese search index, ``docs/search_terms.zh.txt``.
+- the words jieba keeps whole in the Chinese search index, ``docs/search_terms.zh.txt``;
+- the misconceptions the exercises stand for, ``docs/exercises.toml`` (a title per language).
 
 conf.py's own settings are :func:`.settings.problems`'s.
 """
@@ -32,6 +33,7 @@ RECORD_NAME = re.compile(r"cpu-torch-(.+)\.json")
 
 def problems(confdir: Path, docs: Path, sphinx_args=()) -> list[str]:
     """Why the build cannot read its input files, one line each ([] when it can)."""
+    from ..checks import exercise_answers
     from ..records import cell_records, release_list
 
     config = settings.read(confdir, settings.override_pairs(sphinx_args))
@@ -49,6 +51,9 @@ def problems(confdir: Path, docs: Path, sphinx_args=()) -> list[str]:
     for language in config.book_languages:
         found += terms_problems(docs / f"terms.{language.code}.toml")
     found += search_terms_problems(docs / "search_terms.zh.txt")
+    found += exercise_answers.misconceptions_problems(
+        docs / exercise_answers.MISCONCEPTIONS_FILE, [language.code for language in config.book_languages],
+        named(docs / exercise_answers.MISCONCEPTIONS_FILE))
     return found
 
 

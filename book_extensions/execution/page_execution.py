@@ -48,6 +48,7 @@ from ..checks import remote_loads
 from ..configuration.messages import message
 from ..editions import offline_builders
 from ..records import release_changes
+from ..site import exercises
 from ..site.device_page import device_name
 from . import kernel_inputs, page_state, runner
 from .cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, torch_version, unreadable_cache, unwritable_cache
@@ -203,6 +204,8 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     state.problems += clean_outputs(docname, doctree)
     note = provenance_note(app, exec_data)
     note += release_changes.annotate(app, docname, doctree, notebook)
+    # After the folds: an exercise takes its cell's output into its answer, folds and all.
+    state.problems += exercises.attach(app, docname, doctree, notebook)
     if app.builder.name == "html":  # the web site, not the offline editions
         write_notebook(app, docname, notebook)
         note += offline_builders.download_links()  # filled per builder when the page is written

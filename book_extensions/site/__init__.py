@@ -10,6 +10,8 @@
 - :mod:`.root_files`: the site root's files (language chooser, 404, robots.txt, sitemap.xml),
   written by the build driver once every language is built;
 - :mod:`.provenance_page`: the page that says what built the book;
+- :mod:`.exercises`: predict-then-reveal exercises on the cells of a page, their answers
+  checked against the outputs, collected at each chapter's end offline, and their index;
 - :mod:`.device_page`: the device's name as pages state it, and the "CPU vs CUDA" page;
 - :mod:`.post_build`: the one ``build-finished`` handler: every step after Sphinx has written
   a language's site (the modules' above and other stages'), in its order, each for the builds

@@ -85,3 +85,76 @@ if (typeof messages !== "undefined" && messages["zh-CN"]) {
     iconCheck = iconCheck.replace(wrong, messages["zh-CN"].copy_success);
   }
 }
+
+// Exercises (book_extensions/site/exercises.py): the reader checks a prediction, then sees
+// torch's output. The answer (a closed <details>, which is all a reader without JavaScript
+// gets) stays hidden until a choice is checked. The choice is kept in this browser only
+// (localStorage, by exercise id: the same exercise in the other language), and "Try again"
+// forgets it. A radio's change does not reveal the answer: arrow keys change it while a
+// keyboard reader moves through the choices, so the "Check" button commits.
+const exerciseKey = (exercise) => "book-exercise:" + exercise.dataset.exercise;
+
+function showExercise(exercise, choice) {
+  const form = exercise.querySelector(".book-exercise-form");
+  const answer = exercise.dataset.answer;
+  const feedback = form.querySelector(".book-exercise-feedback");
+  const details = exercise.querySelector(".book-exercise-answer");
+  for (const input of form.querySelectorAll("input[type=radio]")) {
+    const label = input.closest("label");
+    input.checked = choice !== null && input.value === choice;
+    label.classList.toggle("book-right", choice !== null && input.value === answer);
+    label.classList.toggle("book-wrong", choice !== null && input.value === choice && choice !== answer);
+  }
+  form.querySelector(".book-exercise-reset").hidden = choice === null;
+  details.hidden = choice === null;
+  details.open = choice !== null;
+  if (choice === null) {
+    feedback.textContent = "";
+  } else {
+    const said = choice === answer ? form.dataset.right : form.dataset.wrong;
+    feedback.textContent = said.replace("{answer}", answer).replace("{choice}", choice);
+  }
+}
+
+function storeChoice(exercise, choice) {
+  try {
+    if (choice === null) {
+      window.localStorage.removeItem(exerciseKey(exercise));
+    } else {
+      window.localStorage.setItem(exerciseKey(exercise), choice);
+    }
+  } catch {
+    // Storage refused (a private window, a full quota): the page still works, it only forgets.
+  }
+}
+
+for (const exercise of document.querySelectorAll(".book-exercise[data-exercise]")) {
+  const form = exercise.querySelector(".book-exercise-form");
+  if (!form) {
+    continue;
+  }
+  form.querySelector(".book-exercise-check").hidden = false;
+  let stored = null;
+  try {
+    stored = window.localStorage.getItem(exerciseKey(exercise));
+  } catch {
+    stored = null;
+  }
+  const known = stored !== null && form.querySelector(`input[value="${CSS.escape(stored)}"]`);
+  showExercise(exercise, known ? stored : null);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const checked = form.querySelector("input[type=radio]:checked");
+    if (!checked) {
+      form.querySelector(".book-exercise-feedback").textContent = form.dataset.none;
+      return;
+    }
+    storeChoice(exercise, checked.value);
+    showExercise(exercise, checked.value);
+  });
+  form.querySelector(".book-exercise-reset").addEventListener("click", () => {
+    storeChoice(exercise, null);
+    showExercise(exercise, null);
+    form.querySelector("input[type=radio]").focus();
+  });
+}

@@ -1,0 +1,162 @@
+"""Exercises (book_extensions/site/exercises.py): each answer is checked against torch's real
+output at every build, and the languages declare the same answers."""
+
+
+import pytest
+from books import FIXTURES, ROOT, warnings_of
+
+from book_extensions.checks import exercise_answers, parity
+from book_extensions.checks.exercise_answers import DeclarationError, declaration, supported, verdict
+
+OPTIONS = {"id": "detach-shares", "misconception": "detach-copies", "answer": "B",
+           "A": r"prints ^tensor\(\[1\., 2\.\]\)$", "B": r"prints ^tensor\(\[0\., 2\.\]\)$",
+           "C": "raises RuntimeError"}
+
+
+def printed(text: str) -> list[dict]:
+    return [{"output_type": "stream", "name": "stdout", "text": text}]
+
+
+def raised(name: str, message: str) -> list[dict]:
+    return [{"output_type": "error", "ename": name, "evalue": message, "traceback": []}]
+
+
+@pytest.mark.unit
+def test_exactly_the_declared_choice_must_fit_the_output():
+    declared = declaration(OPTIONS)
+    assert supported(declared, printed("tensor([0., 2.])\n")) == "B"
+    assert verdict(declared, printed("tensor([0., 2.])\n")) is None
+    assert verdict(declared, printed("tensor([1., 2.])\n")) == (
+        "the output no longer supports the declared answer B (it supports A)")
+    assert verdict(declared, printed("nothing like it\n")) == (
+        "the output no longer supports the declared answer B (it supports none of the choices)")
+    loose = declaration({**OPTIONS, "A": "prints tensor"})
+    assert verdict(loose, printed("tensor([0., 2.])\n")) == (
+        "the output supports A and B, not only the declared answer B: make the other choices' conditions exclude it")
+
+
+@pytest.mark.unit
+def test_each_kind_of_condition():
+    declared = declaration({"id": "x", "misconception": "m", "answer": "A",
+                            "A": "raises RuntimeError\nprints modified by an inplace", "B": "raises nothing",
+                            "C": "raises ValueError", "D": "not-prints inplace"})
+    assert supported(declared, raised("RuntimeError", "a tensor was modified by an inplace operation")) == "A"
+    assert supported(declared, printed("fine\n")) == "BD"
+    # What a cell returns (its result's text) and its warnings (stderr) are what it shows too.
+    results = [{"output_type": "execute_result", "data": {"text/plain": "tensor(3.)"}},
+               {"output_type": "stream", "name": "stderr", "text": "UserWarning: inplace\n"}]
+    assert supported(declaration({"id": "y", "misconception": "m", "answer": "A", "A": "prints ^tensor\\(3\\.\\)$",
+                                  "B": "not-prints inplace"}), results) == "A"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("change", "problem"), [
+    ({"answer": "D"}, "answer 'D' is not one of its choices (A, B, C)"),
+    ({"C": "shows tensor"}, "choice C: 'shows tensor' is not '<kind> <argument>'"),
+    ({"C": "prints ([unclosed"}, "choice C: prints '([unclosed' is not a regular expression"),
+    ({"C": "raises not an exception"}, "choice C: raises 'not an exception' is not an exception's name"),
+    ({"id": "Detach Shares"}, "id 'Detach Shares' must be lower-case words joined by hyphens"),
+    ({"D": "raises nothing", "C": None}, "choices must be A, B and up to C, D in order"),
+    ({"hint": "x"}, "unknown option 'hint'"),
+])
+def test_a_malformed_declaration_is_one_line(change, problem):
+    options = {key: value for key, value in {**OPTIONS, **change}.items() if value is not None}
+    with pytest.raises(DeclarationError, match=None) as found:
+        declaration(options)
+    assert problem in str(found.value) and "\n" not in str(found.value)
+
+
+@pytest.mark.unit
+def test_a_misconception_must_be_listed():
+    with pytest.raises(DeclarationError, match="misconception 'detach-copies' is not in docs/exercises.toml"):
+        declaration(OPTIONS, {"no-grad-no-graph": {}})
+
+
+@pytest.mark.unit
+def test_the_misconceptions_file_is_checked(tmp_path):
+    path = tmp_path / "exercises.toml"
+    path.write_text('[misconceptions.detach-copies]\nen = "detach() copies"\n', encoding="utf8")
+    assert exercise_answers.misconceptions_problems(path, ["en", "zh"], "docs/exercises.toml") == [
+        "docs/exercises.toml: misconception 'detach-copies' has no zh title"]
+    path.write_text('[misconceptions.detach-copies]\nen = "a"\nzh = "b"\n', encoding="utf8")
+    assert exercise_answers.misconceptions_problems(path, ["en", "zh"], "docs/exercises.toml") == []
+    # The book's own file is right.
+    assert exercise_answers.misconceptions_problems(ROOT / "docs" / "exercises.toml", ["en", "zh"], "x") == []
+
+
+@pytest.mark.unit
+def test_options_are_read_from_the_source_as_myst_reads_them():
+    content = "---\nid: a\nanswer: B\nB: |\n  raises nothing\n  prints x\n---\nThe question.\n"
+    assert exercise_answers.source_options(content) == {"id": "a", "answer": "B", "B": "raises nothing\nprints x"}
+    assert exercise_answers.source_options(":id: a\n:answer: A\nText\n") == {"id": "a", "answer": "A"}
+
+
+@pytest.mark.unit
+def test_parity_compares_the_exercises_options(tmp_path):
+    docs = tmp_path / "docs"
+    for language in ("en", "zh"):
+        (docs / language).mkdir(parents=True)
+        source = (FIXTURES / "exercises" / "docs" / language / "index.md").read_text(encoding="utf8")
+        (docs / language / "index.md").write_text(source, encoding="utf8")
+    assert parity.compare(docs, "zh", "en") == []
+    zh = docs / "zh" / "index.md"
+    zh.write_text(zh.read_text(encoding="utf8").replace("answer: B", "answer: C"), encoding="utf8")
+    [(page, problem)] = parity.compare(docs, "zh", "en")
+    assert page == "docs/zh/index.md"
+    assert problem.startswith("exercise 1 ('detach-shares') has answer: 'C', en/index.md's 'B'")
+    zh.write_text(zh.read_text(encoding="utf8").replace("answer: C", "answer: B")
+                  .replace(r"B: prints ^tensor\(\[0\., 2\.\]\)$", "B: prints tensor"), encoding="utf8")
+    [(_, problem)] = parity.compare(docs, "zh", "en")
+    assert problem.startswith("exercise 1 ('detach-shares') has B: 'prints tensor'")
+
+
+def exercise_warnings(output: str) -> list[str]:
+    return [line for line in warnings_of(output) if "[book.exercise]" in line]
+
+
+@pytest.mark.fixture
+def test_an_answer_the_output_contradicts_fails_the_build_in_one_line(build_fixture):
+    build = build_fixture("exercises_wrong_answer", "html", "--language", "en")
+    assert build.returncode != 0
+    assert exercise_warnings(build.output) == [
+        f"{FIXTURES / 'exercises_wrong_answer' / 'docs' / 'en' / 'index.md'}:12: WARNING: exercise "
+        "'detach-copies-wrongly' (code cell 1): the output no longer supports the declared answer A (it supports B) "
+        "[book.exercise]"]
+
+
+@pytest.mark.fixture
+def test_an_output_that_fits_two_choices_fails_the_build_in_one_line(build_fixture):
+    build = build_fixture("exercises_two_choices", "html", "--language", "en")
+    assert build.returncode != 0
+    [line] = exercise_warnings(build.output)
+    assert line.endswith("en/index.md:12: WARNING: exercise 'both-fit' (code cell 1): the output supports A and B, "
+                         "not only the declared answer B: make the other choices' conditions exclude it [book.exercise]")
+
+
+@pytest.mark.fixture
+def test_good_exercises_build_in_both_languages_and_offline(build_fixture):
+    build = build_fixture("exercises", "html")
+    assert build.returncode == 0, build.output
+    page = (build.site() / "en" / "index.html").read_text(encoding="utf8")
+    # The cell's code is in the exercise, its output only in the closed answer, under the version.
+    exercise = page[page.index('id="exercise-detach-shares"'):page.index('id="exercise-saved-tensor-changed"')]
+    question, answer = exercise.split('<details class="book-exercise-answer">')
+    assert "a</span><span class=\"o\">.</span><span class=\"n\">detach</span>" in question
+    assert "tensor([0., 2.])\n</pre>" not in question and "tensor([0., 2.])\n</pre>" in answer
+    assert '<input type="radio" name="exercise-detach-shares" value="C">' in question
+    assert "<summary>The answer, and what torch " in answer and "<strong>The answer is B: </strong>" in answer
+    zh = (build.site() / "zh" / "index.html").read_text(encoding="utf8")
+    assert "<summary>答案，以及 torch " in zh and "<legend>你的预测</legend>" in zh
+    index = (build.site() / "zh" / "all-exercises.html").read_text(encoding="utf8")
+    assert '<section id="misconception-detach-copies">\n<h2>detach() 会复制数据' in index
+    assert 'href="index.html#exercise-detach-shares"' in index
+    offline = build_fixture("exercises", "singlehtml", "--language", "en")
+    assert offline.returncode == 0, offline.output
+    book = (offline.out / "cpu" / "singlehtml" / "en" / "index.html").read_text(encoding="utf8")
+    assert "book-exercise-form" not in book and '<ol class="book-exercise-choices" type="A">' in book
+    answers = book.index("Answers to the exercises")
+    assert book.index('id="answer-detach-shares"') > answers > book.index('id="exercise-detach-shares"')
+    assert answers < book.index('id="document-all-exercises"')  # the root's answers come before the next chapter
+    assert 'href="#exercise-detach-shares"' in book[book.index('id="document-all-exercises"'):]
+
+

@@ -4,6 +4,7 @@ that does not start Sphinx (book_extensions/commands/build.py, commands/publish.
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -390,3 +391,18 @@ def test_a_value_glued_from_another_page_follows_that_pages_code(tmp_path, fixtu
     assert "The answer is 111" in shown()
     gluing.write_text(gluing.read_text(encoding="utf8").replace("111", "222"), encoding="utf8")
     assert "The answer is 222" in shown()
+
+
+def test_a_published_file_edited_in_place_is_published_again(pages):
+    # Issue 31: the no-change check compared the published files' sizes only.
+    docs, build = pages
+    first = build()
+    assert first.returncode == 0, first.output
+    page = first.site() / "en" / "second.html"
+    html = page.read_text(encoding="utf8")
+    title = re.search(r"<h1>(\w)", html).group(1)
+    page.write_text(html.replace(f"<h1>{title}", "<h1>X", 1), encoding="utf8")  # the same size
+    again = build()
+    assert again.returncode == 0, again.output
+    assert "unchanged" not in again.output and "(read again: the published files changed)" in again.output
+    assert page.read_text(encoding="utf8") == html

@@ -37,8 +37,9 @@ What the driver guarantees, since Sphinx alone does not:
   a language was last published (``docs/``, ``conf.py``, ``book_extensions/``, ``results/``,
   ``examples/``, ``torch-releases.txt``, ``requirements.txt``, the offline editions, the
   installed packages, the options) and its published folder still holds every file it was
-  published with, Sphinx is not started for it: ``[en] html unchanged in 0.3 s``. Other
-  builders always run: they check (doctests, links) or feed the editions.
+  published with, each with the content it had (by digest), Sphinx is not started for it:
+  ``[en] html unchanged in 0.3 s``. Other builders always run: they check (doctests, links) or
+  feed the editions.
 - One build at a time: a lock in the execution cache and one in ``<out>/<device>/``, held by
   Sphinx and its readers too, so that a killed driver leaves them locked until they end; the
   live preview (``nox -s serve``) holds the same. A build also holds its toolchain shared

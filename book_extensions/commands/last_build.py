@@ -91,9 +91,11 @@ def source_files(args: argparse.Namespace, code: str) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def folder_files(folder: Path) -> dict[str, int]:
-    """Each file of a built folder and its size: what publishing copied, and must still be there."""
-    return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
+def folder_files(folder: Path) -> dict[str, str]:
+    """Each file of a built folder and its content's digest: what publishing copied, and must
+    still be there as it was (a size or a time an edit in place can keep; its content it cannot)."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def environment_stamp(doctrees: Path) -> list[int] | None:

@@ -36,10 +36,11 @@ What the driver guarantees, since Sphinx alone does not:
 - A rebuild with nothing changed is quick: when nothing an html build reads changed since
   a language was last published (``docs/``, ``conf.py``, ``book_extensions/``, ``results/``,
   ``examples/``, ``torch-releases.txt``, ``requirements.txt``, the offline editions, the
-  installed packages, the options) and its published folder still holds every file it was
-  published with, each with the content it had (by digest), Sphinx is not started for it:
-  ``[en] html unchanged in 0.3 s``. Other builders always run: they check (doctests, links) or
-  feed the editions.
+  installed packages, the options, and every other file a page includes or loads: the last
+  build listed those outside ``docs/`` with their digests) and its published folder still holds
+  every file it was published with, each with the content it had (by digest), Sphinx is not
+  started for it: ``[en] html unchanged in 0.3 s``. Other builders always run: they check
+  (doctests, links) or feed the editions.
 - ``--record`` records what was published: from the executed notebooks of the site, the ones
   its pages were rendered from, not from the execution cache (which another build sharing it
   may have changed, or someone removed).
@@ -84,6 +85,7 @@ from ..paths import PACKAGE, add_folder_options
 from . import publish
 from .build_locks import hold_build_locks
 from .last_build import (
+    changed_dependencies,
     code_parts,
     environment_stamp,
     folder_files,
@@ -419,11 +421,14 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
     work = output_dir(args.out, args.device, args.builder, code)
     # The site as published must still be whole: a file deleted from it is published again.
     published = folder_files(site / code) if (site / code).is_dir() else None
-    if inputs is not None and note.get("site") == inputs and published == note.get("files"):
+    # And every file its pages were read from outside the docs folder must be as they read it.
+    dependencies = changed_dependencies(doctrees) if inputs is not None else None
+    if (inputs is not None and note.get("site") == inputs and published == note.get("files")
+            and dependencies == []):
         report_nothing_read(doctrees)
         print(f"[{code}] {args.builder} unchanged in {time.perf_counter() - started:.1f} s", flush=True)
         return "unchanged", inputs
-    why = why_read_again(note, parts, published)
+    why = why_read_again(note, parts, published, dependencies)
     sources = source_files(args, code)
     noted = note.get("sources")
     noted = noted if isinstance(noted, dict) else {}

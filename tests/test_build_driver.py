@@ -4,6 +4,7 @@ that does not start Sphinx (book_extensions/commands/build.py, commands/publish.
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -421,3 +422,55 @@ def test_a_value_glued_from_another_page_follows_that_pages_code(tmp_path, fixtu
     assert "The answer is 111" in shown()
     gluing.write_text(gluing.read_text(encoding="utf8").replace("111", "222"), encoding="utf8")
     assert "The answer is 222" in shown()
+
+
+NOTEBOOK = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
+
+
+def test_a_file_a_page_includes_or_loads_from_anywhere_is_followed(tmp_path, fixture_cache):
+    """Issue 31: a ``{literalinclude}`` of a file outside docs/ was followed by Sphinx, but the
+    driver's no-change check digests docs/ only ("unchanged", the old text published); and a
+    program a code cell loads (``load:``) was no dependency at all, beside the page or not (the
+    page was not read again: its old code and output published)."""
+    docs = tmp_path / "book" / "docs"
+    (docs / "en").mkdir(parents=True)
+    beside, outside, included = docs / "en" / "beside.py", tmp_path / "outside.py", tmp_path / "snippet.txt"
+    beside.write_text('print("BESIDE_ONE")\n')
+    outside.write_text('print("OUTSIDE_ONE")\n')
+    included.write_text("INCLUDED_ONE\n")
+    (docs / "en" / "index.md").write_text(
+        f"{NOTEBOOK}# Loads\n\n```{{literalinclude}} ../../../snippet.txt\n```\n\n"
+        "```{code-cell} ipython3\n---\nload: beside.py\n---\n```\n\n"
+        "```{code-cell} ipython3\n---\nload: ../../../outside.py\n---\n```\n", encoding="utf8")
+
+    def build():
+        built = build_book(docs, tmp_path / "book", "html", "--language", "en", cache=fixture_cache)
+        assert built.returncode == 0, built.output
+        return built, (built.site() / "en" / "index.html").read_text(encoding="utf8")
+
+    first, page = build()
+    assert {"BESIDE_ONE", "OUTSIDE_ONE", "INCLUDED_ONE"} <= set(re.findall(r"[A-Z]+_ONE", page))
+    for path, word in ((included, "INCLUDED"), (outside, "OUTSIDE"), (beside, "BESIDE")):
+        path.write_text(path.read_text().replace(f"{word}_ONE", f"{word}_TWO"))
+        again, page = build()
+        assert "unchanged" not in again.output and read_pages(again) == ["index"], again.output
+        assert f"{word}_TWO" in page and f"{word}_ONE" not in page, (word, again.output)
+        if path != beside:  # outside docs/: the driver names it
+            assert f"(read again: {path} changed)" in again.output
+    unchanged, _ = build()
+    assert "[en] html unchanged in " in unchanged.output
+
+
+def test_a_published_file_edited_in_place_is_published_again(pages):
+    # Issue 31: the no-change check compared the published files' sizes only.
+    docs, build = pages
+    first = build()
+    assert first.returncode == 0, first.output
+    page = first.site() / "en" / "second.html"
+    html = page.read_text(encoding="utf8")
+    title = re.search(r"<h1>(\w)", html).group(1)
+    page.write_text(html.replace(f"<h1>{title}", "<h1>X", 1), encoding="utf8")  # the same size
+    again = build()
+    assert again.returncode == 0, again.output
+    assert "unchanged" not in again.output and "(read again: the published files changed)" in again.output
+    assert page.read_text(encoding="utf8") == html

@@ -30,6 +30,62 @@ def test_the_record_is_what_the_published_page_shows(tmp_path):
     assert f"wrote {results / 'cpu.json'} (1 cells)" in build.output
 
 
+def printed_number(path: Path) -> str:
+    """The one number the record_published page printed, as a record (cpu.json) or its page shows it."""
+    if path.suffix == ".json":
+        (cell,) = json.loads(path.read_text(encoding="utf8"))["pages"]["index"]
+        return cell["outputs"][0].strip()
+    (number,) = set(re.findall(r"0\.\d{8,}", path.read_text(encoding="utf8")))
+    return number
+
+
+@pytest.mark.fixture
+def test_the_record_is_the_published_page_whatever_became_of_the_cache(tmp_path):
+    # Issue 31 (point 3): the record was read from the execution cache, not from the site. With
+    # the cache gone while the site stayed, every build said "unchanged" and --record failed
+    # ("has no cpu execution ... build first") for ever; with another build's execution in it
+    # (two --out folders, one --cache-root), it recorded that build's number, not the page's.
+    docs, cache, results = FIXTURES / "record_published" / "docs", tmp_path / "cache", tmp_path / "results"
+
+    def build(folder: str, *record: str):
+        return build_book(docs, tmp_path / folder, "html", "--language", "en", *record, cache=cache)
+
+    first = build("a", "--record", "--results", str(results))
+    assert first.returncode == 0, first.output
+    page = first.site() / "en" / "index.html"
+    shown = printed_number(page)
+    assert printed_number(results / "cpu.json") == shown
+    shutil.rmtree(cache)
+    gone = build("a", "--record", "--results", str(results))
+    assert gone.returncode == 0, gone.output
+    assert "[en] html unchanged" in gone.output and printed_number(results / "cpu.json") == shown
+    other = build("b")  # executes the page again, into the shared cache
+    assert other.returncode == 0, other.output
+    assert printed_number(other.site() / "en" / "index.html") != shown
+    again = build("a", "--record", "--results", str(results))
+    assert again.returncode == 0, again.output
+    assert printed_number(page) == shown and printed_number(results / "cpu.json") == shown
+
+
+@pytest.mark.unit
+def test_a_record_of_a_site_not_built_from_the_pages_is_one_line(tmp_path):
+    from book_extensions.records import cell_records
+
+    docs = FIXTURES / "record_published" / "docs"
+    with pytest.raises(cell_records.RecordError) as refused:
+        cell_records.published_record("cpu", tmp_path / "html", docs, "en")
+    assert str(refused.value).startswith("docs/en/index.md: its published notebook ")
+    assert str(refused.value).endswith(" is missing; build html (--language en) first")
+    notebooks = tmp_path / "html" / "en" / "_notebooks"
+    notebooks.mkdir(parents=True)
+    (notebooks / "index.ipynb").write_text(json.dumps({
+        "nbformat": 4, "nbformat_minor": 5, "metadata": {"book": {"outputs_date": "2026-12-05"}},
+        "cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1,
+                   "source": "print(2)", "outputs": []}]}), encoding="utf8")
+    with pytest.raises(cell_records.RecordError, match="was not built from this page"):
+        cell_records.published_record("cpu", tmp_path / "html", docs, "en")
+
+
 @pytest.mark.unit
 def test_the_docs_session_records_in_the_build_it_runs():
     noxfile = (ROOT / "noxfile.py").read_text(encoding="utf8")

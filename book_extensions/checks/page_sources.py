@@ -115,6 +115,13 @@ def cell_options(body: str) -> dict:
     return options
 
 
+def loaded_programs(text: str, page: Path) -> list[Path]:
+    """The file each code cell of ``page`` (its ``text``) loads (``load: <file>``, beside the
+    page), as myst-nb resolves it; whether it exists is myst-nb's to say."""
+    loads = (cell_options(text[cell.body_start:cell.body_end]).get("load") for cell in code_cells(text))
+    return [Path(os.path.normpath(page.parent / load)) for load in loads if isinstance(load, str) and load]
+
+
 def unfolded_programs(text: str, page: Path) -> list[tuple[int, str]]:
     """(line, problem) for each code cell that loads a program longer than FOLD_LINES
     without folding it, or without the page showing a part of it."""

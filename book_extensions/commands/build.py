@@ -36,9 +36,14 @@ What the driver guarantees, since Sphinx alone does not:
 - A rebuild with nothing changed is quick: when nothing an html build reads changed since
   a language was last published (``docs/``, ``conf.py``, ``book_extensions/``, ``results/``,
   ``examples/``, ``torch-releases.txt``, ``requirements.txt``, the offline editions, the
-  installed packages, the options) and its published folder still holds every file it was
-  published with, Sphinx is not started for it: ``[en] html unchanged in 0.3 s``. Other
-  builders always run: they check (doctests, links) or feed the editions.
+  installed packages, the options, and every other file a page includes or loads: the last
+  build listed those outside ``docs/`` with their digests) and its published folder still holds
+  every file it was published with, each with the content it had (by digest), Sphinx is not
+  started for it: ``[en] html unchanged in 0.3 s``. Other builders always run: they check
+  (doctests, links) or feed the editions.
+- ``--record`` records what was published: from the executed notebooks of the site, the ones
+  its pages were rendered from, not from the execution cache (which another build sharing it
+  may have changed, or someone removed).
 - One build at a time: a lock in the execution cache and one in ``<out>/<device>/``, held by
   Sphinx and its readers too, so that a killed driver leaves them locked until they end; the
   live preview (``nox -s serve``) holds the same. A build also holds its toolchain shared
@@ -80,6 +85,7 @@ from ..paths import PACKAGE, add_folder_options, shown
 from . import publish
 from .build_locks import hold_build_locks
 from .last_build import (
+    changed_dependencies,
     code_parts,
     environment_stamp,
     folder_files,
@@ -157,7 +163,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
     parser.add_argument("--record", action="store_true",
                         help="html only: once the site is published, record every code cell's outputs in "
-                             "<results>/<device>.json from the very --docs and --cache-root it was built from")
+                             "<results>/<device>.json from the executed notebooks it published (the "
+                             "reference language's), the ones its pages show")
     add_folder_options(parser, "--results", helps={"--results": "where --record writes"})
     parser.epilog = "Arguments after -- go to sphinx-build, for example: -- -D nb_execution_timeout=30"
     own, extra = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
@@ -370,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         compile_sphinx_catalogs()
         status = with_signals_passed_on(args, languages, locks)
-        return status or record_published(args, kernel)
+        return status or record_published(args, languages)
     finally:
         for lock in locks:  # the build's processes are gone by now: they held them too
             os.close(lock)
@@ -382,16 +389,21 @@ def preimport(module: str) -> None:
         importlib.import_module(module)
 
 
-def record_published(args: argparse.Namespace, kernel) -> int:
-    """With --record, the record of what this build published: its docs, its cache (still
-    locked), its device; so a record cannot disagree with the site (``nox -s docs``)."""
+def record_published(args: argparse.Namespace, languages: list[Language]) -> int:
+    """With --record, the record of what this build published: made from the executed
+    notebooks of the published site, the very ones its pages were rendered from (not from
+    the execution cache, which another build may have changed or removed since), so a record
+    cannot disagree with the site (``nox -s docs``). The reference language's, unless this
+    build left it out: then the first it built (every language runs the same code)."""
     if not args.record:
         return 0
     from ..records import cell_records
 
+    built = [language.code for language in languages]
+    reference = settings.reference_language(args.confdir)
     try:
-        cell_records.write_record(args.device, cache_dir(args.cache_root, args.device, kernel), args.docs,
-                                  args.results, settings.reference_language(args.confdir))
+        cell_records.write_published_record(args.device, args.out / args.device / publish.SITE, args.docs,
+                                            args.results, reference if reference in built else built[0])
     except (cell_records.RecordError, cell_records.UncomparableOutput, OSError) as error:
         print(f"error: the outputs were not recorded: {error}", file=sys.stderr)
         return 1
@@ -432,11 +444,14 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
     work = output_dir(args.out, args.device, args.builder, code)
     # The site as published must still be whole: a file deleted from it is published again.
     published = folder_files(site / code) if (site / code).is_dir() else None
-    if inputs is not None and note.get("site") == inputs and published == note.get("files"):
+    # And every file its pages were read from outside the docs folder must be as they read it.
+    dependencies = changed_dependencies(doctrees) if inputs is not None else None
+    if (inputs is not None and note.get("site") == inputs and published == note.get("files")
+            and dependencies == []):
         report_nothing_read(doctrees)
         print(f"[{code}] {args.builder} unchanged in {time.perf_counter() - started:.1f} s", flush=True)
         return "unchanged", inputs
-    why = why_read_again(note, parts, published)
+    why = why_read_again(note, parts, published, dependencies)
     sources = source_files(args, code)
     noted = note.get("sources")
     noted = noted if isinstance(noted, dict) else {}

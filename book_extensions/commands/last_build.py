@@ -22,9 +22,9 @@ from pathlib import Path
 from ..configuration import settings, site_inputs
 from ..configuration.settings import Language
 from ..configuration.site_inputs import digest_of_files
-from ..execution.cache_key import EXECUTIONS_FILE, cache_dir
+from ..execution.cache_key import DEPENDENCIES_FILE, EXECUTIONS_FILE, cache_dir
 from ..execution.kernel_inputs import installed_packages
-from ..paths import write_atomically
+from ..paths import shown, write_atomically
 from . import publish
 
 NOTE = "book-last-build.json"  # beside each language's doctrees: its last successful build
@@ -71,16 +71,42 @@ def site_input_parts(args: argparse.Namespace) -> dict[str, str] | None:
             "offline editions": digest_of_files((args.out / args.device / "offline", "**/*"))}
 
 
-def why_read_again(note: dict, parts: dict[str, str] | None, site_files: dict | None) -> str:
+def why_read_again(note: dict, parts: dict[str, str] | None, site_files: dict | None,
+                   dependencies: list[str] | None = None) -> str:
     """What changed since the language was last published, as the build's line says it:
-    " (read again: pages changed)"; empty without an earlier note to compare with."""
+    " (read again: pages changed)"; empty without an earlier note to compare with.
+    ``dependencies``: :func:`changed_dependencies`'s."""
     noted = note.get("site_parts")
     if parts is None or not isinstance(noted, dict):
         return ""
     changed = [name for name in parts if noted.get(name) != parts[name]]
     if not changed and site_files is not None and site_files != note.get("files"):
         changed = ["the published files"]
+    if not changed:
+        changed = ["the list of dependencies"] if dependencies is None else [shown(path) for path in dependencies]
     return f" (read again: {', '.join(changed)} changed)" if changed else ""
+
+
+def changed_dependencies(doctrees: Path) -> list[str] | None:
+    """Each file outside the docs folder that the language's pages were read from (a
+    ``{literalinclude}``, a program a cell loads) and that now has other content or is gone,
+    as the last build that ended well listed them (:data:`DEPENDENCIES_FILE`, written by
+    :mod:`..execution.changed_pages`); None without that list: nothing can be trusted."""
+    try:
+        noted = json.loads((doctrees / DEPENDENCIES_FILE).read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(noted, dict):
+        return None
+    changed = []
+    for path, digest in noted.items():
+        try:
+            now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            now = None
+        if now != digest:
+            changed.append(path)
+    return changed
 
 
 def source_files(args: argparse.Namespace, code: str) -> dict[str, str]:
@@ -91,9 +117,11 @@ def source_files(args: argparse.Namespace, code: str) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def folder_files(folder: Path) -> dict[str, int]:
-    """Each file of a built folder and its size: what publishing copied, and must still be there."""
-    return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
+def folder_files(folder: Path) -> dict[str, str]:
+    """Each file of a built folder and its content's digest: what publishing copied, and must
+    still be there as it was (a size or a time an edit in place can keep; its content it cannot)."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def environment_stamp(doctrees: Path) -> list[int] | None:

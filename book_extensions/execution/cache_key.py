@@ -33,6 +33,10 @@ from . import kernel_inputs
 # The report each language's build leaves beside its doctrees (page_execution.py writes it;
 # the build driver and bench read it): here, where importing it loads no Sphinx.
 EXECUTIONS_FILE = "book-executions.json"
+# Beside the doctrees too (changed_pages.py writes it when a build ends well; the driver reads
+# it): every file a page depends on outside the docs folder, with its digest as the pages were
+# read from it, which the driver's no-change check compares with the file now.
+DEPENDENCIES_FILE = "book-dependencies.json"
 
 
 @dataclass(frozen=True)

@@ -9,22 +9,35 @@ and of each file it depends on (includes, images) as they were before this build
 anything; ``env-get-outdated`` returns every page whose source or dependency now has other
 content. An edit made while a build runs is therefore read by the next one.
 
+A program a code cell loads (``load: <file>``, which myst-nb reads into the cell before Sphinx
+sees the page) is noted as a dependency of the page here, as a ``{literalinclude}`` notes its
+file: an edit to it reads the page again.
+
 A dependency first noted outside the source folder is digested when the page has been read
 (a file the build did not know of before it): an edit to it in the instant between the
 directive reading it and the page's end would be missed. The book's own such files (the
 examples pages load) are part of the build driver's code digest, which reads every page again.
+
+When an html build ends well, every dependency outside the docs folder (which the driver
+digests whole) is written with its digest beside the doctrees
+(:data:`.cache_key.DEPENDENCIES_FILE`): the driver leaves Sphinx unstarted ("unchanged") only
+while each of them still has that content.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 
 from .. import build_state
+from ..paths import write_atomically
 from . import page_state
+from .cache_key import DEPENDENCIES_FILE
 
 
 def text_digest(text: str) -> str:
@@ -47,8 +60,13 @@ def page_text_digest(env: BuildEnvironment, docname: str) -> str | None:
 
 
 def note_source(app: Sphinx, docname: str, source: list[str]) -> None:
-    """``source-read``, first of its handlers: the text about to be parsed, as the file gave it."""
+    """``source-read``, first of its handlers: the text about to be parsed, as the file gave it,
+    and the programs its code cells load (myst-nb reads them as it parses the page)."""
+    from ..checks.page_sources import loaded_programs
+
     page_state.of(app.env, docname).source = text_digest(source[0])
+    for program in loaded_programs(source[0], Path(app.env.doc2path(docname))):
+        app.env.note_dependency(str(program), docname=docname)
 
 
 def snapshot(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
@@ -91,6 +109,28 @@ def pages_with_other_content(app: Sphinx, env: BuildEnvironment, added, changed_
     """``env-get-outdated``: every page read before whose source or dependencies changed, whatever their times."""
     known = set(page_state.every(env)) & env.found_docs  # every page read before
     return sorted(d for d in known - set(added) - set(changed_now) - set(removed) if changed(env, d))
+
+
+def outside_dependencies(env: BuildEnvironment, docs: Path, doctrees: Path) -> dict[str, str | None]:
+    """Every file some page depends on outside ``docs`` (and the build's own ``doctrees``),
+    with its digest as the pages were read from it."""
+    found = {}
+    for state in page_state.every(env).values():
+        for path, digest in state.dependencies.items():
+            where = Path(os.path.normpath(path))
+            if not where.is_relative_to(docs) and not where.is_relative_to(doctrees):
+                found[str(where)] = digest
+    return dict(sorted(found.items()))
+
+
+def write_outside_dependencies(app: Sphinx) -> None:
+    """After an html build that ended well (:mod:`..site.post_build`): the files outside the
+    docs folder the site was read from, for the build driver's no-change check
+    (:func:`..commands.last_build.changed_dependencies`)."""
+    doctrees = Path(app.doctreedir)
+    found = outside_dependencies(app.env, Path(os.path.normpath(Path(app.srcdir).parent)), doctrees)
+    doctrees.mkdir(parents=True, exist_ok=True)
+    write_atomically(doctrees / DEPENDENCIES_FILE, json.dumps(found, indent=1) + "\n")
 
 
 def setup(app: Sphinx) -> None:

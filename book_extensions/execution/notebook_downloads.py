@@ -1,4 +1,8 @@
-"""Each page as an executed notebook in its own language, to download or open in Colab."""
+"""Each page as an executed notebook in its own language, to download or open in Colab.
+
+The same notebook is what the build's record is made from (``build html --record``,
+:func:`..records.cell_records.published_record`): the outputs the page shows, and the day they
+were produced (:data:`OUTPUTS_DATE` in its metadata)."""
 
 from __future__ import annotations
 
@@ -13,10 +17,14 @@ from ..configuration.messages import message
 from .cell_checks import ADDRESS, ADDRESS_PLACEHOLDER
 
 NOTEBOOKS = "_notebooks"
+# In a published notebook's metadata: {"book": {"outputs_date": "2026-12-05"}}, the day (UTC)
+# its outputs were produced, as the page's provenance line says it.
+OUTPUTS_DATE = "outputs_date"
 
 
-def write_notebook(app: Sphinx, docname: str, notebook) -> None:
-    """The page as an executed notebook in its own language, for readers to download."""
+def write_notebook(app: Sphinx, docname: str, notebook, date: str) -> None:
+    """The page as an executed notebook in its own language, for readers to download (and for
+    the build's record); ``date``: the day its outputs were produced."""
     import nbformat
 
     blank = lambda text: ADDRESS.sub(ADDRESS_PLACEHOLDER, text)  # noqa: E731
@@ -34,6 +42,7 @@ def write_notebook(app: Sphinx, docname: str, notebook) -> None:
                 if isinstance(value, str) and (kind.startswith("text/") or kind.startswith("application/papermill")):
                     data[kind] = blank(value)
     notebook.metadata.pop("source_map", None)
+    notebook.metadata["book"] = {OUTPUTS_DATE: date}
     target = Path(app.outdir, NOTEBOOKS, f"{docname}.ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(nbformat.writes(notebook), encoding="utf8")

@@ -171,10 +171,15 @@ def report_failed_execution(app: Sphinx, docname: str, exec_data: dict) -> None:
     )
 
 
+def outputs_date(exec_data: dict) -> str:
+    """The day (UTC) the page's outputs were produced, as its provenance line and its
+    published notebook say it."""
+    return datetime.fromtimestamp(exec_data["mtime"], tz=UTC).strftime("%Y-%m-%d")
+
+
 def provenance_note(app: Sphinx, exec_data: dict) -> nodes.paragraph:
-    date = datetime.fromtimestamp(exec_data["mtime"], tz=UTC).strftime("%Y-%m-%d")
     text = message(app.config, "provenance").format(
-        torch=torch_version(), device=device_name(app.config.book_device), date=date
+        torch=torch_version(), device=device_name(app.config.book_device), date=outputs_date(exec_data)
     )
     return nodes.paragraph(text, text, classes=["book-provenance"])
 
@@ -207,7 +212,8 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     # After the folds: an exercise takes its cell's output into its answer, folds and all.
     state.problems += exercises.attach(app, docname, doctree, notebook)
     if app.builder.name == "html":  # the web site, not the offline editions
-        write_notebook(app, docname, notebook)
+        # The build's record (`build html --record`) is made from this very notebook.
+        write_notebook(app, docname, notebook, outputs_date(exec_data))
         note += offline_builders.download_links()  # filled per builder when the page is written
     doctree.append(note)
 

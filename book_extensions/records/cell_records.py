@@ -206,13 +206,11 @@ def record(device: str, cache_dir: Path, docs: Path, language: str | None = None
     """Every code cell's outputs, from the device's execution cache, for the pages of
     ``language`` (default the reference one: every language is one execution), or for
     ``notebooks``, (page, notebook) pairs."""
-    import torch
     from jupyter_cache import get_cache
 
     from ..execution.runner import cache_lock, cached_notebook
 
-    pages = {}
-    executed_at = []
+    executed = []
     cache = get_cache(str(cache_dir)) if cache_dir.is_dir() else None
     for page, notebook in notebooks if notebooks is not None else book_notebooks(docs, language):
         cells = [c for c in notebook.cells if c.cell_type == "code"]
@@ -222,12 +220,52 @@ def record(device: str, cache_dir: Path, docs: Path, language: str | None = None
         if cache is not None:
             # cached_notebook drops a damaged record: a change to the database, as a build makes.
             with cache_lock(str(cache_dir)):
-                found, executed, _ = cached_notebook(cache, notebook)
+                found, notebook_with_outputs, _ = cached_notebook(cache, notebook)
         if found is None:
             raise RecordError(f"{page_source(docs, page, language)} has no {device} execution in {cache_dir}; "
                               "build first")
-        executed_at.append(found.created)
-        code = [c for c in executed.cells if c.cell_type == "code"]
+        executed.append((page, notebook_with_outputs, found.created.strftime("%Y-%m-%d")))
+    return record_of(device, executed, docs, language)
+
+
+def published_record(device: str, site: Path, docs: Path, language: str | None = None) -> dict:
+    """Every code cell's outputs as the site ``site`` (``<out>/<device>/html``) published them:
+    from the executed notebook beside each page of ``language`` (default the reference one),
+    the one the page itself was rendered from, so the record cannot disagree with the page.
+    A page of ``docs`` whose published notebook is missing or holds other code is refused."""
+    import nbformat
+
+    from ..execution.notebook_downloads import NOTEBOOKS, OUTPUTS_DATE
+
+    language = language or reference_language()
+    executed = []
+    for page, notebook in book_notebooks(docs, language):
+        code = [source_digest(c.source) for c in notebook.cells if c.cell_type == "code"]
+        if not code:
+            continue
+        where = page_source(docs, page, language)
+        path = site / language / NOTEBOOKS / f"{page}.ipynb"
+        try:
+            published = nbformat.reads(path.read_text(encoding="utf8"), as_version=nbformat.NO_CONVERT)
+        except (OSError, UnicodeDecodeError, ValueError, nbformat.ValidationError) as error:
+            why = "missing" if isinstance(error, FileNotFoundError) else f"unreadable ({type(error).__name__})"
+            raise RecordError(f"{where}: its published notebook {path} is {why}; build html "
+                              f"(--language {language}) first") from None
+        date = (published.metadata.get("book") or {}).get(OUTPUTS_DATE)
+        if [source_digest(c.source) for c in published.cells if c.cell_type == "code"] != code or not isinstance(date, str):
+            raise RecordError(f"{where}: its published notebook {path} was not built from this page; build html "
+                              f"(--language {language}) first")
+        executed.append((page, published, date))
+    return record_of(device, executed, docs, language)
+
+
+def record_of(device: str, executed: list, docs: Path, language: str | None) -> dict:
+    """The record of ``executed``: (page, notebook with its outputs, the day they were produced)."""
+    import torch
+
+    pages = {}
+    for page, notebook, _ in executed:
+        code = [c for c in notebook.cells if c.cell_type == "code"]
         pages[page] = [recorded_cell(cell, f"{page_source(docs, page, language)}: code cell {number}")
                        for number, cell in enumerate(code, start=1)]
     return {
@@ -239,7 +277,7 @@ def record(device: str, cache_dir: Path, docs: Path, language: str | None = None
         "python": platform.python_version(),
         # When the newest of these outputs was produced, so rebuilding from the
         # cache rewrites the record unchanged.
-        "date": max(executed_at).strftime("%Y-%m-%d") if executed_at else None,
+        "date": max(date for _, _, date in executed) if executed else None,
         "pages": pages,
     }
 
@@ -510,10 +548,19 @@ def cache_dir_for(device: str, cache_root: Path) -> Path:
 
 def write_record(device: str, cache_dir: Path, docs: Path, results: Path, language: str | None = None) -> Path:
     """Record the pages of ``docs`` from ``cache_dir`` into ``results/<device>.json`` (whole or
-    not at all); the build driver calls it with the very docs and cache it built from."""
-    data = record(device, cache_dir, docs, language)
+    not at all): ``records record``, from a cache no build is writing."""
+    return save_record(record(device, cache_dir, docs, language), results)
+
+
+def write_published_record(device: str, site: Path, docs: Path, results: Path, language: str | None = None) -> Path:
+    """Record the pages of ``docs`` as the site ``site`` published them (:func:`published_record`)
+    into ``results/<device>.json``: what ``build html --record`` writes once it has published."""
+    return save_record(published_record(device, site, docs, language), results)
+
+
+def save_record(data: dict, results: Path) -> Path:
     results.mkdir(parents=True, exist_ok=True)
-    target = results / f"{device}.json"
+    target = results / f"{data['device']}.json"
     write_atomically(target, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {target} ({sum(map(len, data['pages'].values()))} cells)")
     return target

@@ -43,6 +43,24 @@ def test_the_language_switch_lands_on_the_subsection_being_read_not_the_one_in_t
     page.wait_for_url("**/zh/error-atlas.html#error-silent-hooks")
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_chapter_list_opens_at_the_page_being_read_on_a_phone(browser, site, language):
+    context = browser.new_context(base_url=site, viewport={"width": 375, "height": 600})
+    page = context.new_page()
+    visit(page, f"/{language}/provenance.html")  # the last chapter: at the list's end
+    page.click("button.primary-toggle")
+    dialog = page.locator("#pst-primary-sidebar-modal[open]")
+    dialog.wait_for()
+    current = dialog.locator("li.current > a.current").first
+    page.wait_for_function("""() => {
+      const link = document.querySelector("#pst-primary-sidebar-modal[open] li.current > a.current");
+      const box = link && link.getBoundingClientRect();
+      return box && box.top >= 0 && box.bottom <= window.innerHeight;
+    }""", timeout=5000)
+    assert current.is_visible()
+    context.close()
+
+
 @pytest.mark.parametrize("language, query, expected", [
     ("en", "detach", "detach.html"),
     ("en", "inplace", "error-atlas.html"),

@@ -38,6 +38,19 @@ document.addEventListener("click", (event) => {
   dialog.close();
 });
 
+// The chapter list opens (a dialog on phones and tablets) at the page being read, not at
+// its top: the book's list is longer than a phone's screen, and the current page may be
+// at its end. The theme opens the dialog with showModal(); its "open" attribute says when.
+const chapterList = document.getElementById("pst-primary-sidebar-modal");
+if (chapterList) {
+  new MutationObserver(() => {
+    const current = chapterList.open && [...chapterList.querySelectorAll("li.current > a.current")].pop();
+    if (current) {
+      current.scrollIntoView({ block: "center" });
+    }
+  }).observe(chapterList, { attributes: true, attributeFilter: ["open"] });
+}
+
 // The language switch keeps the reader's place: a section's anchor is the same label
 // in every language (the parity check sees to it), so carry it over to the other
 // language's page: the anchor in the address while its heading is on screen, else the

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.browser
 CASES = [(language, width) for language in ("en", "zh") for width in (375, 1280)]
 EXERCISE = "#exercise-detach-shares-storage"  # docs/*/detach.md: the answer is B
 FEEDBACK = {"en": ("Right: B.", "Not quite: you chose A, the answer is B."),
-            "zh": ("答对了：B。", "不对：你选的是 A，答案是 B。")}
+            "zh": ("答对了：B。", "答错了：你选的是 A，正确答案是 B。")}
 
 
 def open_exercise(page, language: str, width: int):
@@ -38,6 +38,8 @@ def test_the_answer_is_hidden_until_a_choice_is_checked(page, language, width):
     assert exercise.locator(".book-exercise-feedback").inner_text() == FEEDBACK[language][1]
     assert answer.is_visible() and answer.get_attribute("open") is not None
     assert "tensor([10.,  2.,  3.], requires_grad=True)" in answer.inner_text()
+    # The prediction stands until "Try again": no switching to the answer just shown.
+    assert exercise.locator("input[value=B]").is_disabled() and exercise.locator(".book-exercise-check").is_disabled()
     # Nothing of the exercise is wider than the page.
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     box = exercise.bounding_box()
@@ -57,6 +59,7 @@ def test_the_right_choice_is_kept_until_try_again(page, language, width):
     assert exercise.locator("details.book-exercise-answer").is_visible()
     exercise.locator(".book-exercise-reset").click()
     assert not exercise.locator("details.book-exercise-answer").is_visible()
+    assert exercise.locator("input[value=A]").is_enabled()  # a new prediction
     assert page.evaluate("Object.keys(localStorage).filter(k => k.startsWith('book-exercise:'))") == []
     assert page.problems == []
 

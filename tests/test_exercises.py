@@ -144,11 +144,11 @@ def test_good_exercises_build_in_both_languages_and_offline(build_fixture):
     assert "a</span><span class=\"o\">.</span><span class=\"n\">detach</span>" in question
     assert "tensor([0., 2.])\n</pre>" not in question and "tensor([0., 2.])\n</pre>" in answer
     assert '<input type="radio" name="exercise-detach-shares" value="C">' in question
-    assert "<summary>The answer, and what torch " in answer and "<strong>The answer is B: </strong>" in answer
+    assert "<summary>What torch " in answer and "<strong>The answer is B: </strong>" in answer
     zh = (build.site() / "zh" / "index.html").read_text(encoding="utf8")
-    assert "<summary>答案，以及 torch " in zh and "<legend>你的预测</legend>" in zh
+    assert "<summary>torch " in zh and "的实际结果及原因</summary>" in zh and "<legend>你的预测</legend>" in zh
     index = (build.site() / "zh" / "all-exercises.html").read_text(encoding="utf8")
-    assert '<section id="misconception-detach-copies">\n<h2>detach() 会复制数据' in index
+    assert '<section id="misconception-detach-copies">\n<h2>误解：detach() 会复制数据' in index
     assert 'href="index.html#exercise-detach-shares"' in index
     offline = build_fixture("exercises", "singlehtml", "--language", "en")
     assert offline.returncode == 0, offline.output

@@ -136,13 +136,15 @@ def test_the_site_title_and_interface_strings_are_checked(monkeypatch):
     config = SimpleNamespace(project="部分截断", html_title="部分截断", language="zh_CN")
     reported = []
     monkeypatch.setattr(prose.logger, "warning", lambda message, **kw: reported.append((kw["location"], message)))
-    app = SimpleNamespace(config=config)
+    srcdir = str(TERMS.parent / "zh")
+    app = SimpleNamespace(config=config, srcdir=srcdir)
     build_state.run(app).terms = ("docs/terms.zh.toml", prose.load_terms(TERMS))
     prose.check_interface(app)
     assert reported and reported[0][0] == "conf.py (book_languages: project)" and "'截断'" in reported[0][1]
     assert len(reported) == 1  # the catalogs themselves are clean (and html_title, equal, is not read twice)
-    where = [place for place, _ in prose.interface_texts(SimpleNamespace(config=config))]
+    where = [place for place, _ in prose.interface_texts(SimpleNamespace(config=config, srcdir=srcdir))]
     assert any(place.startswith("book_extensions/locale/zh_CN/LC_MESSAGES/book.po:") for place in where)
+    assert any(place.startswith("docs/exercises.toml (") for place in where)  # the index's headings
     assert any(place.startswith("book_extensions/locale/zh_CN/LC_MESSAGES/sphinx.po:") for place in where)
 
 

@@ -24,6 +24,7 @@ variants and patterns, which are the editing rules this module applies).
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from .. import build_state
 from ..myst_source import blocks, fence_at, front_matter_end, lines
-from ..paths import PACKAGE, ROOT
+from ..paths import PACKAGE, ROOT, shown
 from .term_list import PATTERN_KEYS, TERM_KEYS, Pattern, Term, load_terms, pattern_of, term_of  # noqa: F401
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ LINK_ROLES = {"doc", "ref", "numref", "term", "download", "any", "eq"}
 OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*)$")
 # Directives whose body is prose: their body's lines are checked, their other options are not.
 PROSE_DIRECTIVES = {"admonition", "note", "tip", "hint", "important", "warning", "caution", "attention",
-                    "danger", "error", "seealso", "topic", "sidebar", "only", "epigraph", "pull-quote"}
+                    "danger", "error", "seealso", "topic", "sidebar", "only", "epigraph", "pull-quote",
+                    "exercise"}  # an exercise's question, choices and explanation (its options are its matchers)
 # ... and whose argument is a title (the argument of {only} is an expression).
 TITLED = {"admonition", "topic", "sidebar"}
 SENTENCE_END = re.compile(r"[。！？；!?;]")
@@ -101,8 +103,12 @@ def reader_lines(text: str):
     page_lines = lines(text)
     start = front_matter_end(page_lines)
     stack = []  # the fences open around the line, innermost last
+    options = False  # inside a directive's "---" block of options
     for number, line in enumerate(page_lines[start:], start=start + 1):
         inside = (stack[-1].directive or "") if stack else None  # "" inside a plain code block
+        if options or (inside in PROSE_DIRECTIVES and line.strip() == "---" and fence_at(page_lines[number - 2])):
+            options = not (options and line.strip() == "---")  # the block's last line ends it
+            continue
         if stack and stack[-1].closed_by(line):
             stack.pop()
             continue
@@ -215,6 +221,13 @@ def interface_texts(app: Sphinx) -> list[tuple[str, str]]:
             catalog = read_po(file)
         found += [(f"{po.relative_to(ROOT)}:{message.lineno}", message.string)
                   for message in catalog if message.id and isinstance(message.string, str) and message.string]
+    # The misconceptions' titles, which the index of exercises shows as headings.
+    exercises = Path(app.srcdir).parent / "exercises.toml"
+    language = Path(app.srcdir).name
+    if exercises.is_file():
+        table = tomllib.loads(exercises.read_text(encoding="utf8")).get("misconceptions", {})
+        found += [(f"{shown(exercises)} ({name})", titles[language]) for name, titles in table.items()
+                  if isinstance(titles, dict) and isinstance(titles.get(language), str)]
     return found
 
 

@@ -107,11 +107,12 @@ ENGLISH = {
     "exercise_choose": "Choose one of the answers first.",
     "exercise_right": "Right: {answer}.",
     "exercise_wrong": "Not quite: you chose {choice}, the answer is {answer}.",
-    "exercise_summary": "The answer, and what torch {torch} prints",
+    "exercise_summary": "What torch {torch} gives, and why",
     "exercise_answer": "The answer is {letter}: ",
     "exercise_answer_later": "The answer is at the end of the chapter.",
     "exercise_answers_heading": "Answers to the exercises",
     "exercise_index_item": "{page}, exercise {number}",
+    "exercise_misconception": "Misconception: {misconception}",
     "exercise_index_sep": ": ",
     # The 404 page: a heading, then why and what to do, each in its own line.
     "not_found": "Page not found",

@@ -118,6 +118,11 @@ function showExercise(exercise, choice) {
     label.classList.toggle("book-right", choice !== null && input.value === answer);
     label.classList.toggle("book-wrong", choice !== null && input.value === choice && choice !== answer);
   }
+  // Once checked, the prediction stands until "Try again": choosing the right answer after
+  // seeing it would turn "Not quite" into "Right", and keep that.
+  for (const control of form.querySelectorAll("input[type=radio], .book-exercise-check")) {
+    control.disabled = choice !== null;
+  }
   form.querySelector(".book-exercise-reset").hidden = choice === null;
   details.hidden = choice === null;
   details.open = choice !== null;

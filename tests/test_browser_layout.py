@@ -111,7 +111,7 @@ def test_tables_read_without_scrolling_sideways(browser, site, book, language, w
     assert cells > 300  # the cheat sheet, the releases, the summaries, ...
     assert problems == []
     if width == 375:
-        assert tables_on_a_phone >= 5  # not every table is cards: those that fit stay tables
+        assert tables_on_a_phone >= 2  # not every table is cards: those that fit stay tables
 
 
 def test_tables_are_still_tables_to_a_screen_reader(browser, site):

@@ -41,3 +41,16 @@ def test_a_long_program_must_be_folded_and_a_part_of_it_shown(tmp_path):
     # the other way to write options, and a part of another program does not count
     assert folded_page(tmp_path, 60, ":load: ../examples/prog.py\n:tags: [hide-input]\n", SHOWN) == []
     assert len(folded_page(tmp_path, 60, folded, SHOWN.replace("prog.py", "other.py"))) == 1
+
+
+@pytest.mark.unit
+def test_source_code_a_page_shows_gets_no_break_marks_but_printed_text_does():
+    # A <wbr> breaks even a <pre> in Chromium: at "." and "(" in a literalinclude of a
+    # program it put the rest of a statement at the margin, as if another line of Python.
+    from docutils import nodes
+
+    from book_extensions.site.readable_layout import printed
+
+    assert not printed(nodes.literal_block("x = a.detach()", "x = a.detach()", language="python"))
+    assert printed(nodes.literal_block("tensor([1.])", "tensor([1.])", classes=["output", "stream"]))
+    assert printed(nodes.doctest_block(">>> a", ">>> a"))

@@ -112,7 +112,7 @@ ENGLISH = {
     "exercise_answer_later": "The answer is at the end of the chapter.",
     "exercise_answers_heading": "Answers to the exercises",
     "exercise_index_item": "{page}, exercise {number}",
-    "exercise_misconception": "Misconception: {misconception}",
+    "exercise_misconception": "“{misconception}”",
     "exercise_index_sep": ": ",
     # The 404 page: a heading, then why and what to do, each in its own line.
     "not_found": "Page not found",

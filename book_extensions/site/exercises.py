@@ -439,7 +439,7 @@ def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     for ident, found in by_misconception.items():
         if not found:
             continue
-        # A false statement as a heading reads as the book's claim: it says it is a misconception.
+        # A false statement as a heading would read as the book's claim: quoted, it is someone's.
         title = message(app.config, "exercise_misconception").format(
             misconception=known.get(ident, {}).get(code, ident))
         section = nodes.section("", nodes.title(title, title), ids=[f"misconception-{ident}"])

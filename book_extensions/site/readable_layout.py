@@ -143,9 +143,17 @@ def break_printed(markup: str, mark: str = "<wbr>") -> str:
     return "".join(out)
 
 
+# The languages of source code: a block in one of them is code to read, whose lines a
+# <wbr> would break at "." and "(" (Chromium breaks there even in a <pre>), putting the
+# rest of a statement at the margin where it reads as another line of Python.
+SOURCE_LANGUAGES = {"python", "python3", "py", "ipython", "ipython3"}
+
+
 def printed(node: nodes.literal_block) -> bool:
-    """Any block but a code cell's input: outputs, doctests, other releases' outputs (and
-    code blocks of the prose, where the marks change nothing since they do not wrap)."""
+    """What a program printed: outputs, doctests, other releases' outputs; not a code cell's
+    input, nor a block of source code (a part of a program a page shows with literalinclude)."""
+    if node.get("language") in SOURCE_LANGUAGES and "output" not in node["classes"]:
+        return False
     return not any(isinstance(a, nodes.container) and "cell_input" in a["classes"] for a in ancestors(node))
 
 

@@ -160,6 +160,11 @@ def assert_home_below_chapters(results: list[dict], expected: str) -> None:
         assert HOME not in pages or pages.index(HOME) == len(pages) - 1, pages[:10]
 
 
+# What book-search.js leaves out of excerpts: the code the index leaves out (no-search:
+# cells' inputs, included programs) and the Check-yourself doctests (pycon).
+NOT_SEARCHED = ".no-search, .highlight-pycon"
+
+
 def letters(text: str) -> str:
     """Only letters and digits: excerpts drop the headings' "#" links and cut at "…"."""
     return re.sub(r"\W+", "", text.replace("…", " ").replace("...", " "))
@@ -186,10 +191,13 @@ def test_excerpts_are_the_pages_own_text(page, language, query):
     for href, excerpt in shown:
         url = href.split("#")[0]
         if url not in texts:
-            # The page as served (the copy buttons' labels are added later, by a script).
+            # The page as served (the copy buttons' labels are added later, by a script),
+            # as the search reads it: without the code it does not index.
             texts[url] = letters(page.evaluate(
-                """url => fetch(url).then(r => r.text()).then(html => new DOMParser()
-                    .parseFromString(html, 'text/html').querySelector('article.bd-article').textContent)""", url))
+                """url => fetch(url).then(r => r.text()).then(html => {
+                    const article = new DOMParser().parseFromString(html, 'text/html').querySelector('article.bd-article');
+                    article.querySelectorAll(NOT_SEARCHED).forEach(element => element.remove());
+                    return article.textContent; })""".replace("NOT_SEARCHED", repr(NOT_SEARCHED)), url))
         words = letters(excerpt)
         assert words and words in texts[url], (href, excerpt)
 
@@ -294,14 +302,16 @@ def test_a_word_the_book_does_not_use_finds_the_book_word(page, typed, used):
 
 
 def section_text(page, href: str) -> str:
-    """The letters of the section a result links to, as the page serves it."""
+    """The letters of the section a result links to, as the page serves it, without the
+    code the search does not index."""
     return letters(page.evaluate(
         """href => fetch(href).then(r => r.text()).then(html => {
             const doc = new DOMParser().parseFromString(html, 'text/html');
+            doc.querySelectorAll(NOT_SEARCHED).forEach(element => element.remove());
             const target = doc.getElementById(decodeURIComponent(href.split('#')[1]));
             const section = target && target.closest('section');
             return section && doc.querySelector('article.bd-article').contains(section) ? section.textContent : '';
-        })""", href))
+        })""".replace("NOT_SEARCHED", repr(NOT_SEARCHED)), href))
 
 
 @pytest.mark.parametrize("language, query, word", [

@@ -42,7 +42,8 @@
     "how", "why", "what", "when", "which", "do", "does", "should", "vs", "versus",
     "between", "difference", "differences", "different",
     "i", "me", "my", "we", "you", "your", "can", "could", "would", "need", "must", "whether",
-    "where", "anyone", "someone", "please", "possible",
+    "where", "anyone", "someone", "please", "possible", "help", "solve", "problem", "issue",
+    "doesn", "don", "isn", "didn",
     "怎么", "怎样", "如何", "为什么", "为何", "什么", "还是", "区别", "差别", "不同", "哪个",
     "哪些", "有没有", "是不是",
   ];
@@ -54,7 +55,7 @@
     "需不需要", "可不可以", "要不要", "能不能", "会不会", "是不是", "有没有", "用不用", "该不该",
     "为什么", "怎么办", "怎么样", "的时候", "为何", "为啥", "怎么", "怎样", "如何",
     "是否", "可以", "应该", "到底", "时候", "请问", "请教", "一下", "什么", "需要", "能否",
-    "这么", "那么", "吗", "呢", "吧", "啊", "呀",
+    "这么", "那么", "问题", "吗", "呢", "吧", "啊", "呀",
   ];
   const FUNCTION_WORD = new RegExp([...new Set(FUNCTION_WORDS)].sort((a, b) => b.length - a.length).join("|"), "u");
   const stemmer = new Stemmer();
@@ -454,7 +455,8 @@
       const [start, end, word] = hits[i];
       if (previous && start < previous[0]) continue; // overlapping Chinese words
       const gap = previous ? text.slice(previous[0], start) : null;
-      const adjacent = gap !== null && splitQuery(gap).every(isFiller);
+      // Between two words of an identifier (running_mean) only an underscore.
+      const adjacent = gap !== null && splitQuery(gap.replace(/_/g, " ")).every(isFiller);
       const runs = new Map();
       order.forEach((queryWord, k) => {
         if (queryWord !== word) return;

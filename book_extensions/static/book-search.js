@@ -179,6 +179,12 @@
     return headingWords;
   };
 
+  // Whether a page's title holds a word. A Chinese title is one of the book's terms more
+  // often than not (冻结参数), which a question splits (冻结部分参数 is 冻结 + 部分 + 参数):
+  // a Chinese word inside a word of the title counts.
+  const inTitle = (doc, word) =>
+    titleWords[doc].has(word) || (IS_HAN.test(word) && [...titleWords[doc]].some((t) => t.length > word.length && t.includes(word)));
+
   const share = (words, weights, among) => {
     const all = [...words].reduce((sum, word) => sum + (weights.get(word) || 0), 0);
     const held = [...words].filter(among).reduce((sum, word) => sum + (weights.get(word) || 0), 0);
@@ -208,7 +214,7 @@
         const norm = K1 * (1 - B + (B * (lengths[doc] || average)) / average);
         let score = (idf * count * (K1 + 1)) / (count + norm);
         if (titled.has(doc)) score += idf * IN_HEADING;
-        if (titleWords[doc].has(word)) score += idf * IN_TITLE;
+        if (inTitle(doc, word)) score += idf * IN_TITLE;
         const entry = scores.get(doc) || { score: 0, held: 0 };
         entry.score += score;
         entry.held += idf;

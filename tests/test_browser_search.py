@@ -160,6 +160,11 @@ def assert_home_below_chapters(results: list[dict], expected: str) -> None:
         assert HOME not in pages or pages.index(HOME) == len(pages) - 1, pages[:10]
 
 
+# What book-search.js leaves out of excerpts: the code the index leaves out (no-search:
+# cells' inputs, included programs) and the Check-yourself doctests (pycon).
+NOT_SEARCHED = ".no-search, .highlight-pycon"
+
+
 def letters(text: str) -> str:
     """Only letters and digits: excerpts drop the headings' "#" links and cut at "…"."""
     return re.sub(r"\W+", "", text.replace("…", " ").replace("...", " "))
@@ -186,10 +191,13 @@ def test_excerpts_are_the_pages_own_text(page, language, query):
     for href, excerpt in shown:
         url = href.split("#")[0]
         if url not in texts:
-            # The page as served (the copy buttons' labels are added later, by a script).
+            # The page as served (the copy buttons' labels are added later, by a script),
+            # as the search reads it: without the code it does not index.
             texts[url] = letters(page.evaluate(
-                """url => fetch(url).then(r => r.text()).then(html => new DOMParser()
-                    .parseFromString(html, 'text/html').querySelector('article.bd-article').textContent)""", url))
+                """url => fetch(url).then(r => r.text()).then(html => {
+                    const article = new DOMParser().parseFromString(html, 'text/html').querySelector('article.bd-article');
+                    article.querySelectorAll(NOT_SEARCHED).forEach(element => element.remove());
+                    return article.textContent; })""".replace("NOT_SEARCHED", repr(NOT_SEARCHED)), url))
         words = letters(excerpt)
         assert words and words in texts[url], (href, excerpt)
 
@@ -294,14 +302,16 @@ def test_a_word_the_book_does_not_use_finds_the_book_word(page, typed, used):
 
 
 def section_text(page, href: str) -> str:
-    """The letters of the section a result links to, as the page serves it."""
+    """The letters of the section a result links to, as the page serves it, without the
+    code the search does not index."""
     return letters(page.evaluate(
         """href => fetch(href).then(r => r.text()).then(html => {
             const doc = new DOMParser().parseFromString(html, 'text/html');
+            doc.querySelectorAll(NOT_SEARCHED).forEach(element => element.remove());
             const target = doc.getElementById(decodeURIComponent(href.split('#')[1]));
             const section = target && target.closest('section');
             return section && doc.querySelector('article.bd-article').contains(section) ? section.textContent : '';
-        })""", href))
+        })""".replace("NOT_SEARCHED", repr(NOT_SEARCHED)), href))
 
 
 @pytest.mark.parametrize("language, query, word", [
@@ -388,3 +398,61 @@ def test_a_chapter_loads_no_search_data_until_the_reader_searches(browser, site,
     context.close()
     assert search <= set(requested), sorted(search - set(requested))
     assert "detach" in [r["page"] for r in results[:TOP]], results[:TOP]
+
+
+# --- what the index holds, and questions --------------------------------------------
+
+def test_the_index_holds_prose_and_outputs_not_code(book):
+    # Flattened code made excerpts of code and outweighed the prose of its section (the
+    # DDP program's docstring took "梯度累积 loss 除以" from the section on dividing the
+    # loss); the provenance page's table of pages made excerpts of "execution (s) 7.0".
+    # What cells printed stays indexed: readers paste errors.
+    from html5lib import parse
+
+    for language in ("en", "zh"):
+        folder = book.site() / language
+        for path in sorted(folder.glob("*.html")):
+            tree = parse(path.read_text(encoding="utf8"), namespaceHTMLElements=False)
+            for div in tree.iter("div"):
+                classes = div.get("class", "").split()
+                if "cell_input" in classes or "highlight-python" in classes:
+                    assert "no-search" in classes, (language, path.name, classes)
+                if "output" in classes:
+                    assert "no-search" not in classes, (language, path.name, classes)
+            if path.stem == "provenance":
+                tables = [t.get("class", "").split() for t in tree.iter("table")]
+                assert any("no-search" in t for t in tables), (language, tables)
+        index = load_search_index(folder)
+        # Each word only a program of examples/ spells (a function's name) is not in the
+        # index; the words of an error the atlas's cells print are.
+        assert "modifi" in index["terms"] and "inplac" in index["terms"], language
+        assert "make_network" not in index["terms"], language
+
+
+# Questions in both languages, each with the section that answers it: the words that only
+# ask (要不要, 怎么, 吗, how, should I…) neither match a heading nor outweigh the words
+# that name the subject. "梯度累积时 loss 要不要除以步数" ranked the atlas entry
+# "对不要求梯度的张量求梯度" first (要不要 matched 不要求) and linked the accumulation
+# page to its DDP section, whose heading repeats the page's title.
+QUESTIONS_AT = [
+    ("zh", "梯度累积时 loss 要不要除以步数", "accumulation.html#accumulation-micro-batches"),
+    ("zh", "梯度累积 loss 除以", "accumulation.html#accumulation-micro-batches"),
+]
+
+
+@pytest.mark.parametrize("language, query, first", QUESTIONS_AT, ids=lambda v: str(v)[:40])
+def test_a_question_lands_first_on_the_section_that_answers_it(page, language, query, first):
+    search_results(page, language, query)
+    shown = shown_results(page, excerpts=1)
+    assert shown[0]["href"].endswith(first), [r["href"] for r in shown[:3]]
+
+
+@pytest.mark.parametrize("language, query, words", [
+    ("zh", "要不要除以", ["除以"]),
+    ("zh", "梯度累积时需不需要清零吗", ["梯度", "累积", "清零"]),
+    ("zh", "为什么显存一直涨呢", ["内存", "一直", "增长"]),
+])
+def test_a_question_is_cut_into_the_words_it_asks_about(page, language, query, words):
+    search_results(page, language, query)
+    found = page.evaluate("q => splitQuery(q).filter(w => w.length > 1)", query)
+    assert found == words, found

@@ -94,8 +94,11 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         placeholder.replace_self([
             summary,
             table([say("provenance_col_package"), say("provenance_col_version")], literal_first(versions)),
+            # Not searched: each page's title in it made the page a result of any query
+            # that names a chapter, with "execution (s) 7.0 …" as its excerpt.
             table([say("provenance_col_page"), say("provenance_col_date"),
-                   say("provenance_col_seconds"), say("provenance_col_status")], rows),
+                   say("provenance_col_seconds"), say("provenance_col_status")], rows,
+                  classes=["no-search"]),
         ])
 
 

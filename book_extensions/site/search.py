@@ -22,7 +22,11 @@ their single best word. This module keeps Sphinx's index and search page and add
   (templates/layout.html), not in the head of every chapter.
 
 The contents lists (toctrees) are not indexed: the home page would otherwise hold the
-headings of every chapter and answer every query with a dump of them.
+headings of every chapter and answer every query with a dump of them. Nor is the code a
+page shows (cells' inputs, included programs): the prose says what it does, its outputs
+(errors, warnings, values) stay indexed, and flattened code made excerpts of code and
+outweighed the prose of the section it stands in. The provenance page's table of pages
+is not indexed either (every chapter's title, with "execution (s) 7.0" as the excerpt).
 
 Pagefind (extended, with its own Chinese segmentation) was measured on the same queries:
 out of the box it put fewer of them in the top three (it too wants every word of the
@@ -126,17 +130,50 @@ def use_search_terms(app: Sphinx, config: Config) -> None:
                                        "dict_sha256": digest}
 
 
+# The languages of code a page shows as its source (a cell's input is marked as a whole).
+CODE_LANGUAGES = {"python", "python3", "py", "ipython", "ipython3"}
+
+
+def is_code(node: nodes.Element) -> bool:
+    """A cell's input, or a program's source shown outside a cell (a literalinclude).
+
+    Not a cell's output (what it printed: the messages readers paste), nor a "Check
+    yourself" doctest (pycon: the chapter's facts with the values they print, which rank
+    the page; book-search.js leaves them out of the sections it links to), nor a block of
+    another language (a message quoted as text).
+    """
+    if isinstance(node, nodes.container):
+        return "cell_input" in node["classes"]
+    if not isinstance(node, nodes.literal_block) or node.get("language") not in CODE_LANGUAGES:
+        return False
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, nodes.container) and {"cell_input", "cell_output"} & set(parent["classes"]):
+            return False  # a cell's input is marked as a whole; an output is no code
+        parent = parent.parent
+    return True
+
+
 def unindexed_contents(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    """Leave the contents lists out of the index (Sphinx skips what is marked no-search).
+    """Leave the contents lists and the code out of the index (Sphinx skips what is marked
+    no-search, and the search page leaves it out of its excerpts).
 
     The home page's lists hold every chapter's headings: indexed, they made a short page
-    that matches every query, with a list of headings as its excerpt.
+    that matches every query, with a list of headings as its excerpt. A program's source,
+    flattened, made excerpts of code, and its docstrings and names outweighed the prose
+    of the section it stands in: "梯度累积 loss 除以" landed on the DDP section, whose
+    program's docstring says 梯度累积 and 损失 more often than the section that answers.
+    The prose says what the code does, and the outputs (an error's message, a warning,
+    the values printed) stay indexed: readers paste them.
     """
     if getattr(app.builder, "indexer", None) is None:
         return  # a builder without search (the offline editions)
     for wrapper in doctree.findall(nodes.compound):
         if "toctree-wrapper" in wrapper["classes"] and "no-search" not in wrapper["classes"]:
             wrapper["classes"].append("no-search")
+    for code in list(doctree.findall(is_code)):
+        if "no-search" not in code["classes"]:
+            code["classes"].append("no-search")
 
 
 def word_counts(indexer, doctree: nodes.document) -> Counter:

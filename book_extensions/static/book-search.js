@@ -26,7 +26,10 @@
   const QUOTED = 4; // the query quotes a heading, or a message a section quotes (a pasted error)
   const NAMED = 2; // a heading names all the query
   const ENOUGH = 0.8; // "all", for the two above
-  const MIN_SHARE = 0.5; // the least share of the query's weight a listed page holds
+  // The least share of the query's weight a listed page holds. A question carries words of
+  // the asker's own that the book seldom uses ("network", "validation"): at a half, one such
+  // word, rare and so heavy, kept the answering page off the list.
+  const MIN_SHARE = 0.4;
   const EXCERPT = 240; // characters, as Sphinx's excerpts
 
   const HAN = "\\u3400-\\u4dbf\\u4e00-\\u9fff\\uf900-\\ufaff";
@@ -38,9 +41,23 @@
   const ASKING = [
     "how", "why", "what", "when", "which", "do", "does", "should", "vs", "versus",
     "between", "difference", "differences", "different",
+    "i", "me", "my", "we", "you", "your", "can", "could", "would", "need", "must", "whether",
+    "where", "anyone", "someone", "please", "possible", "help", "solve", "problem", "issue",
+    "doesn", "don", "isn", "didn",
     "怎么", "怎样", "如何", "为什么", "为何", "什么", "还是", "区别", "差别", "不同", "哪个",
     "哪些", "有没有", "是不是",
   ];
+  // Chinese words that only ask (要不要, 吗) or say when (的时候): a Chinese run is cut at
+  // them before it is cut into the index's words, so that they neither match nor join
+  // the words beside them. Cut whole, 要不要除以 held 不要, which matched the heading
+  // 对不要求梯度的张量求梯度 and sent "梯度累积时 loss 要不要除以步数" to the error atlas.
+  const FUNCTION_WORDS = [
+    "需不需要", "可不可以", "要不要", "能不能", "会不会", "是不是", "有没有", "用不用", "该不该",
+    "为什么", "怎么办", "怎么样", "的时候", "为何", "为啥", "怎么", "怎样", "如何",
+    "是否", "可以", "应该", "到底", "时候", "请问", "请教", "一下", "什么", "需要", "能否",
+    "这么", "那么", "问题", "吗", "呢", "吧", "啊", "呀",
+  ];
+  const FUNCTION_WORD = new RegExp([...new Set(FUNCTION_WORDS)].sort((a, b) => b.length - a.length).join("|"), "u");
   const stemmer = new Stemmer();
   const stem = (word) => stemmer.stemWord(word.toLowerCase());
   const asking = new Set([...ASKING, ...ASKING.map(stem)]);
@@ -110,7 +127,7 @@
       .split(NOT_WORD)
       .filter((part) => part)
       .flatMap((part) => part.match(SCRIPT_RUNS))
-      .flatMap((part) => (IS_HAN.test(part) ? cutChinese(inBookWords(part)) : [part]));
+      .flatMap((part) => (IS_HAN.test(part) ? inBookWords(part).split(FUNCTION_WORD).filter((run) => run).flatMap(cutChinese) : [part]));
 
   const isFiller = (word) => stopwords.has(word.toLowerCase()) || /^\d+$/.test(word);
   // A text's words as the query's: stemmed, in order, without stopwords and asking words.
@@ -162,6 +179,12 @@
     return headingWords;
   };
 
+  // Whether a page's title holds a word. A Chinese title is one of the book's terms more
+  // often than not (冻结参数), which a question splits (冻结部分参数 is 冻结 + 部分 + 参数):
+  // a Chinese word inside a word of the title counts.
+  const inTitle = (doc, word) =>
+    titleWords[doc].has(word) || (IS_HAN.test(word) && [...titleWords[doc]].some((t) => t.length > word.length && t.includes(word)));
+
   const share = (words, weights, among) => {
     const all = [...words].reduce((sum, word) => sum + (weights.get(word) || 0), 0);
     const held = [...words].filter(among).reduce((sum, word) => sum + (weights.get(word) || 0), 0);
@@ -191,7 +214,7 @@
         const norm = K1 * (1 - B + (B * (lengths[doc] || average)) / average);
         let score = (idf * count * (K1 + 1)) / (count + norm);
         if (titled.has(doc)) score += idf * IN_HEADING;
-        if (titleWords[doc].has(word)) score += idf * IN_TITLE;
+        if (inTitle(doc, word)) score += idf * IN_TITLE;
         const entry = scores.get(doc) || { score: 0, held: 0 };
         entry.score += score;
         entry.held += idf;
@@ -205,7 +228,8 @@
     const queryWords = new Set(weights.keys());
     const idfs = new Map(weights);
     const idf = (word) => (idfs.has(word) ? idfs : idfs.set(word, postings(word).idf)).get(word);
-    for (const [heading, places, words, onlyQuoted] of headings()) {
+    // How much a heading (its words) is quoted or named by the query: [bonus, listed].
+    const headingBonus = (words, onlyQuoted) => {
       const all = [...words];
       const headingWeights = new Map(all.map((word) => [word, idf(word)]));
       // A Chinese heading quotes the English message in brackets: each script counts alone.
@@ -222,10 +246,22 @@
         if (quoted >= ENOUGH && inQuery >= 2) bonus = Math.max(bonus, QUOTED * held);
         else if (quoted >= ENOUGH) listed = true;
       }
+      return [bonus, listed];
+    };
+    for (const [heading, places, words, onlyQuoted] of headings()) {
       const [named, held] = share(queryWords, weights, (word) => words.has(word));
-      if (named >= ENOUGH && !onlyQuoted) bonus = Math.max(bonus, NAMED * held);
-      if (!bonus && !listed) continue;
+      const namedBonus = named >= ENOUGH && !onlyQuoted ? NAMED * held : 0;
+      const quotedBonus = headingBonus(words, onlyQuoted);
       for (const [doc, anchor] of places) {
+        // A section's heading that repeats its page's title ("DDP 下的梯度累积" on the page
+        // 梯度累积) is not quoted by a query that names the page: the title's words, which
+        // every section of the page is about, count for the page, not for the section.
+        const repeated = !onlyQuoted && heading !== titles[doc] && [...words].some((word) => titleWords[doc].has(word));
+        const [quoted, listed] = repeated
+          ? headingBonus(new Set([...words].filter((word) => !titleWords[doc].has(word))), onlyQuoted)
+          : quotedBonus;
+        const bonus = Math.max(quoted, namedBonus);
+        if (!bonus && !listed) continue;
         if ((best.get(doc) || { bonus: -1 }).bonus < bonus) best.set(doc, { bonus, heading, anchor });
         if (!bonuses.has(doc)) bonuses.set(doc, new Map());
         if (anchor && !onlyQuoted && (bonuses.get(doc).get(anchor) || 0) < bonus) bonuses.get(doc).set(anchor, bonus);
@@ -267,6 +303,8 @@
   // the query's, and the query's Chinese words wherever they stand, since Chinese has no
   // spaces. Sphinx highlights substrings ("G[loss]ary" for "loss").
   const TOKEN = /[\p{Letter}\p{Number}_]+/gu;
+  const IDENTIFIER = /[^_]_+[^_]|\p{Ll}\p{Lu}/u; // snake_case or camelCase
+  const PARTS = /\p{Lu}?\p{Ll}+|\p{Lu}+(?!\p{Ll})/gu;
   const stems = new Map();
   const stemOf = (word) => {
     if (!stems.has(word)) stems.set(word, stem(word));
@@ -293,6 +331,17 @@
             const lower = run[0].toLowerCase().replace(/^_+(?=[^_])|(?<=[^_])_+$/g, "");
             const word = latin.has(lower) ? lower : stemOf(lower);
             if (latin.has(word)) hits.push([at, at + run[0].length, stemOf(lower)]);
+            else if (IDENTIFIER.test(run[0])) {
+              // The words of an identifier: "running mean" is in running_mean, "batch
+              // norm" in BatchNorm1d. They count for the section, but are not marked
+              // (a highlight marks whole words).
+              for (const part of run[0].matchAll(PARTS)) {
+                const lowerPart = part[0].toLowerCase();
+                if (latin.has(lowerPart) || latin.has(stemOf(lowerPart))) {
+                  hits.push([at + part.index, at + part.index + part[0].length, stemOf(lowerPart), true]);
+                }
+              }
+            }
           }
         }
       }
@@ -304,8 +353,8 @@
   const marked = (text, hits, from = 0, to = text.length) => {
     const fragment = document.createDocumentFragment();
     let at = from;
-    for (const [start, end] of hits) {
-      if (start < at || end > to) continue; // overlapping Chinese words: the first, longest
+    for (const [start, end, , part] of hits) {
+      if (part || start < at || end > to) continue; // overlapping Chinese words: the first, longest
       const span = document.createElement("span");
       span.classList.add("highlighted");
       span.textContent = text.slice(start, end);
@@ -336,7 +385,9 @@
     const article = page.querySelector("article.bd-article") || page.querySelector('[role="main"]');
     if (!article) return null;
     article
-      .querySelectorAll(".headerlink, script, style, button, nav, .no-search")
+      // The "Check yourself" doctests (pycon) rank the page, but a result links to the
+      // section that explains, not to the quiz that restates it.
+      .querySelectorAll(".headerlink, script, style, button, nav, .no-search, .highlight-pycon")
       .forEach((element) => element.remove());
     let text = "";
     const starts = []; // [offset, innermost section], in reading order
@@ -410,7 +461,8 @@
       const [start, end, word] = hits[i];
       if (previous && start < previous[0]) continue; // overlapping Chinese words
       const gap = previous ? text.slice(previous[0], start) : null;
-      const adjacent = gap !== null && splitQuery(gap).every(isFiller);
+      // Between two words of an identifier (running_mean) only an underscore.
+      const adjacent = gap !== null && splitQuery(gap.replace(/_/g, " ")).every(isFiller);
       const runs = new Map();
       order.forEach((queryWord, k) => {
         if (queryWord !== word) return;
@@ -432,6 +484,12 @@
       const section = element && (element.closest("section[id]") || null);
       if (section) bonusOf.set(section, Math.max(bonus, bonusOf.get(section) || 0));
     }
+    // The page's title names what every section is about: a query word in it (梯度累积 on
+    // the gradient-accumulation page) tells the sections apart only where a section's own
+    // text says it, not where a heading repeats it ("DDP 下的梯度累积" took every query
+    // about dividing the loss from the section that explains the division).
+    const h1 = page.querySelector("article h1, h1");
+    const inTitle = h1 ? wordsOf(h1.textContent) : new Set();
     const scores = new Map();
     for (const section of sections) {
       const { length, counts } = own.get(section);
@@ -448,6 +506,7 @@
         const count = counts.get(word) || 0;
         if (count) score += (idf * count * (K1 + 1)) / (count + norm);
         if ((inMessages.get(section) || new Set()).has(word)) score += idf * IN_MESSAGE;
+        if (inTitle.has(word)) continue;
         if (inHeading.has(word)) score += idf * IN_HEADING;
         else if (inParents.has(word)) score += (idf * IN_HEADING) / 2;
       }

@@ -148,7 +148,7 @@ def test_good_exercises_build_in_both_languages_and_offline(build_fixture):
     zh = (build.site() / "zh" / "index.html").read_text(encoding="utf8")
     assert "<summary>torch " in zh and "的实际结果及原因</summary>" in zh and "<legend>你的预测</legend>" in zh
     index = (build.site() / "zh" / "all-exercises.html").read_text(encoding="utf8")
-    assert '<section id="misconception-detach-copies">\n<h2>“detach() 会复制数据' in index
+    assert '<section class="no-search" id="misconception-detach-copies">\n<h2>“detach() 会复制数据' in index
     assert 'href="index.html#exercise-detach-shares"' in index
     offline = build_fixture("exercises", "singlehtml", "--language", "en")
     assert offline.returncode == 0, offline.output

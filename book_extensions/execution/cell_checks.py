@@ -207,7 +207,7 @@ def check_prose(app: Sphinx, docname: str, notebook) -> int:
                 f"code cell {number}{named} reads the code's own prose ({what}): every language is served "
                 "from one execution, so whatever it prints of it is the first language's; show something "
                 "that is not a comment or docstring", location=(docname, line), type="book",
-                subtype="code_comment_output")
+                subtype="code_prose_reader")
     sources = None
     for number, (index, cell) in enumerate(code_cells, start=1):
         texts = output_texts(cell)

@@ -442,7 +442,10 @@ def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         # A false statement as a heading would read as the book's claim: quoted, it is someone's.
         title = message(app.config, "exercise_misconception").format(
             misconception=known.get(ident, {}).get(code, ident))
-        section = nodes.section("", nodes.title(title, title), ids=[f"misconception-{ident}"])
+        # no-search, heading and all: a misconception is a false claim, no answer to a query, and
+        # each question is indexed on its chapter's page, where it is answered (all of them
+        # together here made this page a match for any query about the tools).
+        section = nodes.section("", nodes.title(title, title), ids=[f"misconception-{ident}"], classes=["no-search"])
         items = nodes.bullet_list()
         for page, entry in found:
             page_title = app.env.titles[page].astext() if page in app.env.titles else page

@@ -282,6 +282,41 @@ def too_wide_for_a_phone(table: nodes.table) -> bool:
     return sum(columns.values()) > 0.95 * PHONE_COLUMN
 
 
+class folded_input(nodes.General, nodes.Element):
+    """A code cell's source folded away on the web page (the cell's ``hide-input`` tag: a
+    long program, page_sources.unfolded_programs), as a ``<details>`` whose summary is text.
+    myst-nb's own fold puts paragraphs in the ``<summary>``, which HTML does not allow."""
+
+
+def visit_folded_input(self, node: folded_input) -> None:
+    self.body.append(f'<details class="book-folded-input"><summary>{html.escape(node["prompt"])}</summary>\n')
+
+
+def depart_folded_input(self, node: folded_input) -> None:
+    self.body.append("</details>\n")
+
+
+class FoldInputs(SphinxPostTransform):
+    """Fold the source of each cell tagged ``hide-input`` in a :class:`folded_input`. Runs
+    just before myst-nb's HideInputCells, which folds only the cells that still have a
+    ``hide_mode`` (the offline editions show every cell: offline_builders.ShowHiddenCells)."""
+
+    default_priority = 198
+    builders = ("html", "dirhtml")
+
+    def run(self, **kwargs) -> None:
+        for cell in list(self.document.findall(nodes.container)):
+            if cell.get("nb_element") != "cell_code" or cell.get("hide_mode") != "input" or not cell.children:
+                continue
+            source = cell.children[0]
+            if source.get("nb_element") != "cell_code_source":
+                continue
+            del cell["hide_mode"]
+            fold = folded_input(prompt=cell["prompt_show"].replace("{type}", "source"))
+            cell.replace(source, fold)
+            fold.append(source)
+
+
 def label_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     # Late (priority 900), after the pages that fill their tables in when every page is
     # read (provenance_page.py, device_page.py).
@@ -300,6 +335,8 @@ def setup(app: Sphinx) -> None:
     # wraps it). Should that stop working, test_browser_layout.py finds broken tokens.
     app.add_node(printed_text, html=(visit_printed_text, depart_printed_text))
     app.add_post_transform(ReadableLayout)
+    app.add_node(folded_input, html=(visit_folded_input, depart_folded_input))
+    app.add_post_transform(FoldInputs)
 
 
 def table(header: list[str], rows: list[list[nodes.Node | str]], classes: list[str] = ()) -> nodes.table:

@@ -46,6 +46,9 @@
     "doesn", "don", "isn", "didn",
     "怎么", "怎样", "如何", "为什么", "为何", "什么", "还是", "区别", "差别", "不同", "哪个",
     "哪些", "有没有", "是不是",
+    // ... and the book's subject, which a question names without saying anything: with
+    // the code out of the index, "PyTorch" is a rare word that outweighed "zero_grad".
+    "pytorch",
   ];
   // Chinese words that only ask (要不要, 吗) or say when (的时候): a Chinese run is cut at
   // them before it is cut into the index's words, so that they neither match nor join

@@ -115,15 +115,19 @@ SURVEY = """language => {
             labelsWrong: labels.filter(l => !l.ok).length, labelsShown: labels.filter(l => l.shown).length,
             cells: labels.length, display: getComputedStyle(table).display, headShown};
   });
-  const printed = [...document.querySelectorAll('.cell_output .output pre, div.highlight-pycon pre, .book-release-output pre')];
-  const token = /[A-Za-z_][A-Za-z0-9_]*|\\d+(?:\\.\\d+)?(?:e[-+]?\\d+)?/g;
-  const brokenTokens = [];
-  for (const pre of printed) {
+  // A block's text, and where its i-th character is: [text node, offset] (a Range's ends).
+  const textOf = pre => {
     const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
     const texts = [];
     let all = '';
     while (walker.nextNode()) { texts.push([walker.currentNode, all.length]); all += walker.currentNode.data; }
-    const at = i => { let k = texts.length - 1; while (k > 0 && texts[k][1] > i) k--; return [texts[k][0], i - texts[k][1]]; };
+    return [all, i => { let k = texts.length - 1; while (k > 0 && texts[k][1] > i) k--; return [texts[k][0], i - texts[k][1]]; }];
+  };
+  const printed = [...document.querySelectorAll('.cell_output .output pre, div.highlight-pycon pre, .book-release-output pre')];
+  const token = /[A-Za-z_][A-Za-z0-9_]*|\\d+(?:\\.\\d+)?(?:e[-+]?\\d+)?/g;
+  const brokenTokens = [];
+  for (const pre of printed) {
+    const [all, at] = textOf(pre);
     for (const m of all.matchAll(token)) {
       if (m[0].length < 2) continue;
       const range = document.createRange();
@@ -141,11 +145,7 @@ SURVEY = """language => {
     if (!prompt) continue;
     const margin = prompt.getBoundingClientRect().left, ch = prompt.getBoundingClientRect().width / 4;
     const text = pre.textContent;
-    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
-    const texts = [];
-    let all = '';
-    while (walker.nextNode()) { texts.push([walker.currentNode, all.length]); all += walker.currentNode.data; }
-    const at = i => { let k = texts.length - 1; while (k > 0 && texts[k][1] > i) k--; return [texts[k][0], i - texts[k][1]]; };
+    const [all, at] = textOf(pre);
     let start = 0;
     for (const line of text.split('\\n')) {
       if (line.startsWith('>>> ') && line.length > 4) {
@@ -187,11 +187,7 @@ SURVEY = """language => {
   const outputHangs = [];
   for (const pre of document.querySelectorAll('.cell_output .output pre, .book-release-output pre')) {
     if (!visible(pre)) continue;
-    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
-    const texts = [];
-    let all = '';
-    while (walker.nextNode()) { texts.push([walker.currentNode, all.length]); all += walker.currentNode.data; }
-    const at = i => { let k = texts.length - 1; while (k > 0 && texts[k][1] > i) k--; return [texts[k][0], i - texts[k][1]]; };
+    const [all, at] = textOf(pre);
     let start = 0;
     for (const line of all.split('\\n')) {
       if (line.trim()) {

@@ -30,7 +30,7 @@ from .. import build_state
 from ..configuration.languages import current_language
 from ..configuration.messages import message
 from ..execution import page_state
-from ..site.readable_layout import table
+from ..site.readable_layout import as_container, as_paragraph, end_container, end_paragraph, table
 from . import cell_records
 from .release_list import ReleasesError, listed
 
@@ -214,22 +214,6 @@ def _html_summary(self, node):
 
 def _close_details(self, node):
     self.body.append("</details>")
-
-
-def _as_container(self, node):
-    self.visit_container(node)
-
-
-def _end_container(self, node):
-    self.depart_container(node)
-
-
-def _as_paragraph(self, node):
-    self.visit_paragraph(node)
-
-
-def _end_paragraph(self, node):
-    self.depart_paragraph(node)
 
 
 def records_and_releases(app: Sphinx) -> tuple[Path, list[str]]:
@@ -435,11 +419,11 @@ def records_changed(app: Sphinx, env, added, changed, removed) -> list[str]:
 
 def setup(app: Sphinx) -> None:
     app.add_directive("torch-releases", TorchReleases)
-    others = {builder: ((_as_container, _end_container)) for builder in ("latex", "text", "man", "texinfo")}
+    others = {builder: (as_container, end_container) for builder in ("latex", "text", "man", "texinfo")}
     app.add_node(release_output, html=(_html_details, _close_details), **others)
     app.add_node(release_summary, html=(_html_summary, None),
-                 **{builder: (_as_paragraph, _end_paragraph) for builder in others})
-    app.add_node(cell_reference, html=(_as_paragraph, _end_paragraph))
+                 **{builder: (as_paragraph, end_paragraph) for builder in others})
+    app.add_node(cell_reference, html=(as_paragraph, end_paragraph))
     app.add_node(changed_words, html=(_html_changed, _end_changed),
                  **{builder: (_nothing, _nothing) for builder in others})
     app.connect("doctree-resolved", resolve_cell_references)

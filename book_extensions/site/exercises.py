@@ -85,6 +85,7 @@ from ..checks.exercise_answers import (
 from ..configuration.languages import current_language
 from ..configuration.messages import message
 from ..execution import page_state
+from .readable_layout import as_container, as_paragraph, end_container, end_paragraph
 
 logger = logging.getLogger(__name__)
 
@@ -341,22 +342,6 @@ def _visit_summary(self, node):
     raise nodes.SkipNode
 
 
-def _as_container(self, node):
-    self.visit_container(node)
-
-
-def _end_container(self, node):
-    self.depart_container(node)
-
-
-def _as_paragraph(self, node):
-    self.visit_paragraph(node)
-
-
-def _end_paragraph(self, node):
-    self.depart_paragraph(node)
-
-
 # --- the offline editions: answers at the end of each chapter -------------------
 
 
@@ -465,15 +450,15 @@ def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 def setup(app: Sphinx) -> None:
     app.add_directive("exercise", Exercise)
     app.add_directive("exercise-index", ExerciseIndex)
-    others = {builder: (_as_container, _end_container) for builder in ("latex", "text", "man", "texinfo")}
+    others = {builder: (as_container, end_container) for builder in ("latex", "text", "man", "texinfo")}
     app.add_node(exercise, html=(_visit_exercise, _depart_div), **others)
     app.add_node(exercise_question, html=(_visit_question, _depart_div), **others)
     app.add_node(exercise_choices, html=(_visit_choices, _depart_choices), **others)
     app.add_node(exercise_choice, html=(_visit_choice, _depart_choice),
-                 **{builder: (_as_paragraph, _end_paragraph) for builder in others})
+                 **{builder: (as_paragraph, end_paragraph) for builder in others})
     app.add_node(exercise_answer, html=(_visit_answer, _depart_answer), **others)
     app.add_node(exercise_summary, html=(_visit_summary, None),
-                 **{builder: (_as_paragraph, _end_paragraph) for builder in others})
+                 **{builder: (as_paragraph, end_paragraph) for builder in others})
     app.add_node(exercise_index_placeholder)
     app.add_post_transform(AnswersAtChapterEnd)
     app.connect("doctree-read", unattached, priority=600)  # after page_execution's handler

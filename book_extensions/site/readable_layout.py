@@ -339,6 +339,24 @@ def setup(app: Sphinx) -> None:
     app.add_post_transform(FoldInputs)
 
 
+# The book's own nodes in the builders that have no markup of their own for them (LaTeX, text,
+# man, Texinfo): written as a container, or as a paragraph.
+def as_container(self, node: nodes.Element) -> None:
+    self.visit_container(node)
+
+
+def end_container(self, node: nodes.Element) -> None:
+    self.depart_container(node)
+
+
+def as_paragraph(self, node: nodes.Element) -> None:
+    self.visit_paragraph(node)
+
+
+def end_paragraph(self, node: nodes.Element) -> None:
+    self.depart_paragraph(node)
+
+
 def table(header: list[str], rows: list[list[nodes.Node | str]], classes: list[str] = ()) -> nodes.table:
     """A docutils table of text or nodes, for the pages computed from records."""
     group = nodes.tgroup(cols=len(header))

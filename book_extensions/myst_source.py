@@ -58,6 +58,15 @@ def fence_at(line: str, markers: str = MARKERS) -> Fence | None:
     return Fence(marker, info.rstrip("\r"))
 
 
+def not_utf8(data: bytes) -> tuple[int, str] | None:
+    """Where a page's bytes stop being UTF-8: (line, the offending byte in hex), or None."""
+    try:
+        data.decode("utf8")
+    except UnicodeDecodeError as error:
+        return data[: error.start].count(b"\n") + 1, data[error.start: error.start + 1].hex()
+    return None
+
+
 def lines(text: str) -> list[str]:
     """The page's lines, numbered as MyST numbers them (from 1, at each newline; a form feed or
     a line separator is no new line, as it is to ``str.splitlines``)."""

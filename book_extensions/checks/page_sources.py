@@ -26,7 +26,7 @@ from sphinx.config import Config
 from sphinx.util import logging
 
 from ..execution import page_state
-from ..myst_source import code_cells
+from ..myst_source import code_cells, not_utf8
 
 logger = logging.getLogger(__name__)
 
@@ -166,11 +166,9 @@ def refuse_undecodable_pages(app: Sphinx, env, docnames: list[str]) -> None:
         if data.startswith(codecs.BOM_UTF8):
             logger.warning("starts with a byte-order mark: save the page as UTF-8 without BOM",
                            location=(docname, 1), type="book", subtype="encoding")
-        try:
-            data.decode("utf8")
-        except UnicodeDecodeError as error:
-            line = data[: error.start].count(b"\n") + 1
-            byte = data[error.start: error.start + 1].hex()
+        problem = not_utf8(data)
+        if problem:
+            line, byte = problem
             logger.warning(f"not valid UTF-8 (byte 0x{byte} at line {line}): save the page as UTF-8",
                            location=(docname, line), type="book", subtype="encoding")
             docnames.remove(docname)

@@ -81,6 +81,7 @@ from ..configuration.settings import Language, book_languages
 from ..configuration.site_inputs import digest_of
 from ..execution import processes
 from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache, unwritable_cache
+from ..myst_source import not_utf8
 from ..paths import PACKAGE, add_folder_options, shown
 from . import publish
 from .build_locks import hold_build_locks
@@ -198,14 +199,11 @@ def undecodable_home_page(args: argparse.Namespace) -> str | None:
     for language in book_languages(args.confdir):
         page = args.docs / language.code / "index.md"
         try:
-            page.read_bytes().decode("utf8")
+            problem = not_utf8(page.read_bytes())
         except OSError:
             continue  # no home page: Sphinx says so
-        except UnicodeDecodeError as error:
-            data = page.read_bytes()
-            line = data[: error.start].count(b"\n") + 1
-            return (f"{shown(page, Path.cwd())}:{line}: not valid UTF-8 (byte 0x{data[error.start:error.start + 1].hex()}): "
-                    "save the page as UTF-8")
+        if problem:
+            return f"{shown(page, Path.cwd())}:{problem[0]}: not valid UTF-8 (byte 0x{problem[1]}): save the page as UTF-8"
     return None
 
 

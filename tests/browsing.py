@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 # A page is ready to measure once it has loaded (deferred scripts run before `load`)
 # and its fonts are in (layout depends on them). Waiting for the network to stay quiet
 # as well costs half a second a page: only the tests about requests do that.
@@ -28,12 +30,12 @@ def watched_page(browser, site: str, **context_options):
     page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
     page.on("pageerror", lambda e: page.problems.append(f"page error: {e}"))
 
-    def only_local(route):
-        if route.request.url.startswith(site):
-            route.continue_()
-        else:
-            page.problems.append(f"request to {route.request.url}")
-            route.abort()
+    def blocked(route):
+        page.problems.append(f"request to {route.request.url}")
+        route.abort()
 
-    page.route("**/*", only_local)
+    # A pattern, not a function: Playwright sends it to the browser, which then stops only
+    # the requests to another host, instead of handing every request of the page to Python
+    # and back (a fifth of a search's time).
+    page.route(re.compile(rf"^(?!{re.escape(site)}/)"), blocked)
     return page

@@ -149,7 +149,7 @@ def test_the_real_run_carries_what_sphinx_and_the_kernels_need_and_nothing_the_m
         wheels, notes = wheelhouse.resolve(wheelhouse.ROOTS, pins, machine.packages, python, installed)
         names = {wheel.name for wheel in wheels}
         assert {"sphinx", "myst-nb", "docutils", "ipykernel", "jupyter-cache", "nbclient", "pyzmq",
-                "sphinx-copybutton", "sphinxext-opengraph", "tinycss2", "html5lib"} <= names
+                "sphinx-copybutton", "tinycss2", "html5lib"} <= names
         assert not names & set(machine.packages) - {note.split(":")[0] for note in notes}
         # records only: no theme, no Chinese search or typography, no browser, no test tools
         assert not names & {"sphinx-book-theme", "pydata-sphinx-theme", "jieba", "autocorrect-py", "playwright",

@@ -42,12 +42,11 @@ MACHINE = ROOT / ".ci" / "gpu-machine.txt"
 HOME = ROOT / "wheelhouse"
 LIMIT = 40_000_000  # bytes (40 MB)
 # What a records-only run imports: the build driver and Sphinx with conf.py's extensions
-# (myst-nb, the doctest builder, sphinx-copybutton, book_extensions: sphinxext-opengraph,
-# which book_extensions.site.meta_and_footer sets up, tinycss2, html5lib (the remote-loads check of
+# (myst-nb, the doctest builder, sphinx-copybutton, book_extensions: tinycss2, html5lib (the remote-loads check of
 # each page's outputs), PyYAML, filelock, psutil), the execution
 # cache and the pages' kernels (ipykernel, and what the kernel code draws figures with).
 # The rest follows from their metadata.
-ROOTS = ("Sphinx", "myst-nb", "sphinx-copybutton", "sphinxext-opengraph", "jupyter-cache", "nbclient", "jupyter_client", "ipykernel",
+ROOTS = ("Sphinx", "myst-nb", "sphinx-copybutton", "jupyter-cache", "nbclient", "jupyter_client", "ipykernel",
          "tinycss2", "html5lib", "PyYAML", "filelock", "psutil", "numpy", "matplotlib", "networkx")
 # pip download's platforms: the manylinux tags a Linux x86-64 machine with glibc 2.39 accepts
 # (pip matches each tag exactly).

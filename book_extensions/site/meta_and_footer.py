@@ -3,8 +3,8 @@
 - a Content-Security-Policy on every page of the site (and the root's index and 404): the
   browser loads, runs and sends nothing but this site's files, whatever a page holds
   (:mod:`..checks.remote_loads` refuses such pages first, naming the cell or file);
-- Open Graph tags on every page, by sphinxext-opengraph (title, description, locale,
-  and the page's absolute URL when ``book_base_url`` is set; none without it);
+- Open Graph tags on every page read from a source (title, type, the page's absolute URL
+  when ``book_base_url`` is set and none without it, site name, description, locale);
 - only the theme's message catalogs of the language built;
 - in every page's footer, in the reader's language: the licences (text CC BY-SA 4.0,
   code MIT-0; see LICENSE) and, when ``book_repository`` is set, links to report a
@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from html import escape
+from html import escape, unescape
 from pathlib import Path
 
 from docutils import nodes
@@ -65,27 +65,47 @@ def description(doctree: nodes.document | None, limit: int = 200) -> str:
 
 
 def add_description(app: Sphinx, pagename, templatename, context, doctree) -> None:
-    """Runs before sphinxext-opengraph, which then uses it for og:description too.
+    """The page's first real paragraph, as written (the Open Graph description too).
 
-    Its own description joins the page's text nodes with spaces ("没有 grad_fn 。")
-    and runs into the provenance line; this is the first real paragraph, as written.
+    Pages Sphinx generates (search, index) have no doctree, and a page may have no
+    paragraph: they get the book's description (Lighthouse's SEO audit wants one on every page).
     """
-    # Pages Sphinx generates (search, index) have no doctree, and a page may have no
-    # paragraph: they get the book's description (Lighthouse's SEO audit wants one on every page).
     text = description(doctree) or message(app.config, "book_description")
     if text:
-        context["meta"] = {**(context.get("meta") or {}), "og:description": text}
+        context["book_description"] = text
         context["metatags"] = context.get("metatags", "") + f'<meta name="description" content="{escape(text)}">\n'
 
 
-RELATIVE_OG_URL = re.compile(r'<meta property="og:url" content="(?![a-z][a-z0-9+.-]*://)[^"]*" />\n?')
+def title_text(title: str) -> str:
+    """The page title Sphinx gives templates is HTML (inline code, entities): its text."""
+    return unescape(re.sub(r"<[^>]*>", "", title))
 
 
-def drop_relative_page_url(app: Sphinx, pagename, templatename, context, doctree) -> None:
-    """Runs after sphinxext-opengraph, which without ``ogp_site_url`` writes the page's
-    og:url relative (``second.html``): Open Graph needs an absolute one, or none."""
-    if "og:url" in context.get("metatags", ""):
-        context["metatags"] = RELATIVE_OG_URL.sub("", context["metatags"])
+def open_graph_tag(name: str, content: str) -> str:
+    # The quote is escaped, as in every attribute; the rest as sphinxext-opengraph wrote them
+    # (its tags, byte for byte, until issue 30 replaced it).
+    return f'<meta property="{name}" content="{escape(content, quote=False).replace(chr(34), "&quot;")}" />'
+
+
+def add_open_graph(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """Open Graph's tags for a page read from a source (generated pages have none).
+
+    Written here rather than by sphinxext-opengraph, which imports matplotlib (its social
+    cards, off here) in every Sphinx start: 0.4 s of each build's start-up, for six tags.
+    """
+    if doctree is None or app.builder.name != "html":
+        return
+    language = current_language(app.config)
+    base = app.config.book_base_url.rstrip("/")
+    tags = {"og:title": title_text(context.get("title", "")), "og:type": "article"}
+    if base:  # Open Graph needs an absolute URL, or none
+        tags["og:url"] = f"{base}/{language.code}/{app.builder.get_target_uri(pagename)}"
+    tags["og:site_name"] = app.config.project
+    if context.get("book_description"):
+        tags["og:description"] = context["book_description"]
+    tags["og:locale"] = language.hreflang.replace("-", "_")
+    context["metatags"] = context.get("metatags", "") + "\n".join(
+        open_graph_tag(name, content) for name, content in tags.items()) + "\n"
 
 
 def link(text: str, href: str) -> str:
@@ -108,18 +128,6 @@ def add_footer(app: Sphinx, pagename, templatename, context, doctree) -> None:
             link(say("footer_edit"), f"https://github.com/{repository}/edit/main/{quote(source)}"),
         ])
     context["book_footer"] = footer
-
-
-def configure_open_graph(app: Sphinx, config) -> None:
-    """sphinxext-opengraph's settings for the language being built."""
-    language = current_language(config)
-    base = config.book_base_url.rstrip("/")
-    config.ogp_site_url = f"{base}/{language.code}/" if base else ""
-    config.ogp_type = "article"
-    # It would draw a PNG card per page with matplotlib: pages are text, and light.
-    config.ogp_social_cards = {"enable": False}
-    locale = language.hreflang.replace("-", "_")
-    config.ogp_custom_meta_tags = [*config.ogp_custom_meta_tags, f'<meta property="og:locale" content="{locale}" />']
 
 
 def drop_unused_catalogs(outdir: Path, language: str) -> None:
@@ -161,9 +169,7 @@ def write_manifest(app: Sphinx) -> None:
 
 
 def setup(app: Sphinx) -> None:
-    app.setup_extension("sphinxext.opengraph")
-    app.connect("config-inited", configure_open_graph)
     app.connect("html-page-context", add_description, priority=400)
+    app.connect("html-page-context", add_open_graph)
     app.connect("html-page-context", add_footer)
-    app.connect("html-page-context", drop_relative_page_url, priority=600)
     app.connect("html-page-context", add_content_security_policy, priority=900)

@@ -40,6 +40,14 @@ def test_the_answer_is_hidden_until_a_choice_is_checked(page, language, width):
     assert "tensor([10.,  2.,  3.], requires_grad=True)" in answer.inner_text()
     # The prediction stands until "Try again": no switching to the answer just shown.
     assert exercise.locator("input[value=B]").is_disabled() and exercise.locator(".book-exercise-check").is_disabled()
+    assert not exercise.locator(".book-exercise-check").is_visible()  # "Try again" in its place
+    # The choices' texts stay aligned when one gets its ✓ or ✗.
+    starts = exercise.locator("label.book-exercise-choice > span:last-child").evaluate_all(
+        "spans => spans.map(s => Math.round(s.getBoundingClientRect().left))")
+    assert len(set(starts)) == 1, starts
+    # On a phone the code wraps: its last line is read without scrolling sideways.
+    code = exercise.locator(".cell_input pre")
+    assert code.evaluate("pre => pre.scrollWidth <= pre.clientWidth + 1") or width > 640
     # Nothing of the exercise is wider than the page.
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     box = exercise.bounding_box()
@@ -75,6 +83,8 @@ def test_an_exercise_works_from_the_keyboard_and_axe_finds_nothing(page, languag
     assert page.evaluate("document.activeElement.className") == "book-exercise-check"
     page.keyboard.press("Enter")
     assert exercise.locator(".book-exercise-feedback").inner_text() == FEEDBACK[language][0]
+    # "Check" is disabled now: the focus goes on from "Try again", not from the page's top.
+    assert page.evaluate("document.activeElement.className") == "book-exercise-reset"
     summary = exercise.locator("details.book-exercise-answer > summary")
     summary.focus()
     page.keyboard.press("Enter")  # the reveal folds and unfolds from the keyboard

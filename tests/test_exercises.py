@@ -9,7 +9,7 @@ from book_extensions.checks import exercise_answers, parity
 from book_extensions.checks.exercise_answers import DeclarationError, declaration, supported, verdict
 
 OPTIONS = {"id": "detach-shares", "misconception": "detach-copies", "answer": "B",
-           "A": r"prints ^tensor\(\[1\., 2\.\]\)$", "B": r"prints ^tensor\(\[0\., 2\.\]\)$",
+           "A": r"prints ^tensor\(\[1\., 2\.\]", "B": r"prints ^tensor\(\[0\., 2\.\]",
            "C": "raises RuntimeError"}
 
 
@@ -45,7 +45,7 @@ def test_each_kind_of_condition():
     # What a cell returns (its result's text) and its warnings (stderr) are what it shows too.
     results = [{"output_type": "execute_result", "data": {"text/plain": "tensor(3.)"}},
                {"output_type": "stream", "name": "stderr", "text": "UserWarning: inplace\n"}]
-    assert supported(declaration({"id": "y", "misconception": "m", "answer": "A", "A": "prints ^tensor\\(3\\.\\)$",
+    assert supported(declaration({"id": "y", "misconception": "m", "answer": "A", "A": "prints ^tensor\\(3\\.",
                                   "B": "not-prints inplace"}), results) == "A"
 
 
@@ -58,12 +58,26 @@ def test_each_kind_of_condition():
     ({"id": "Detach Shares"}, "id 'Detach Shares' must be lower-case words joined by hyphens"),
     ({"D": "raises nothing", "C": None}, "choices must be A, B and up to C, D in order"),
     ({"hint": "x"}, "unknown option 'hint'"),
+    ({"C": r"prints ^tensor\(\[0\.\]\)$"},
+     r"choice C: prints '^tensor\\(\\[0\\.\\]\\)$' reads a tensor up to its closing parenthesis"),
+    ({"C": r"not-prints tensor\(True\)"}, "which fails on CUDA (device='cuda:0' comes before it)"),
 ])
 def test_a_malformed_declaration_is_one_line(change, problem):
     options = {key: value for key, value in {**OPTIONS, **change}.items() if value is not None}
     with pytest.raises(DeclarationError, match=None) as found:
         declaration(options)
     assert problem in str(found.value) and "\n" not in str(found.value)
+
+
+@pytest.mark.unit
+def test_a_tensor_read_to_its_parenthesis_allows_the_device():
+    """The GPU job runs the same cells: a pattern that reads a tensor through its closing
+    parenthesis must allow the device CUDA prints before it (the declaration refuses it otherwise)."""
+    declared = declaration({"id": "x", "misconception": "m", "answer": "A",
+                            "A": r"prints ^tensor\(\[0\., 0\.\](, device='[^']*')?, requires_grad=True\)$",
+                            "B": r"prints ^tensor\(\[1\."})
+    for shown in ("tensor([0., 0.], requires_grad=True)\n", "tensor([0., 0.], device='cuda:0', requires_grad=True)\n"):
+        assert supported(declared, printed(shown)) == "A"
 
 
 @pytest.mark.unit
@@ -105,7 +119,7 @@ def test_parity_compares_the_exercises_options(tmp_path):
     assert page == "docs/zh/index.md"
     assert problem.startswith("exercise 1 ('detach-shares') has answer: 'C', en/index.md's 'B'")
     zh.write_text(zh.read_text(encoding="utf8").replace("answer: C", "answer: B")
-                  .replace(r"B: prints ^tensor\(\[0\., 2\.\]\)$", "B: prints tensor"), encoding="utf8")
+                  .replace(r"B: prints ^tensor\(\[0\., 2\.\](, device='[^']*')?\)$", "B: prints tensor"), encoding="utf8")
     [(_, problem)] = parity.compare(docs, "zh", "en")
     assert problem.startswith("exercise 1 ('detach-shares') has B: 'prints tensor'")
 
@@ -148,8 +162,11 @@ def test_good_exercises_build_in_both_languages_and_offline(build_fixture):
     zh = (build.site() / "zh" / "index.html").read_text(encoding="utf8")
     assert "<summary>torch " in zh and "的实际结果及原因</summary>" in zh and "<legend>你的预测</legend>" in zh
     index = (build.site() / "zh" / "all-exercises.html").read_text(encoding="utf8")
-    assert '<section class="no-search" id="misconception-detach-copies">\n<h2>“detach() 会复制数据' in index
+    # Each heading says the belief is a myth; each question is there whole, its code as code.
+    assert '<section class="no-search" id="misconception-detach-copies">\n<h2>误解：“detach() 会复制数据' in index
     assert 'href="index.html#exercise-detach-shares"' in index
+    english = (build.site() / "en" / "all-exercises.html").read_text(encoding="utf8")
+    assert '<h2>Myth: “' in english and "<code" in english[english.index('href="index.html#exercise-detach-shares"'):]
     offline = build_fixture("exercises", "singlehtml", "--language", "en")
     assert offline.returncode == 0, offline.output
     book = (offline.out / "cpu" / "singlehtml" / "en" / "index.html").read_text(encoding="utf8")

@@ -7,7 +7,7 @@ language (parity compares them, :mod:`.parity`)::
     id: data-shares-storage        # unique in the book: the exercise's anchor and its name in messages
     misconception: data-is-detach  # a key of docs/exercises.toml's [misconceptions]
     answer: B                      # the right choice's letter
-    A: prints ^tensor\\(\\[1\\., 2\\.\\]\\)$
+    A: prints ^tensor\\(\\[1\\., 2\\.\\]
     B: |
       prints requires_grad=True
       not-prints grad_fn
@@ -75,6 +75,12 @@ class DeclarationError(ValueError):
     """One line saying what is wrong with an exercise's options."""
 
 
+def ends_at_a_tensors_parenthesis(pattern: str) -> bool:
+    """Whether ``pattern`` matches a tensor's repr through its closing parenthesis, with no room
+    for the device: the same cell prints ``tensor([0.], device='cuda:0')`` in the GPU job."""
+    return "tensor\\(" in pattern and "device" not in pattern and re.search(r"\\\)\$?$", pattern) is not None
+
+
 def conditions(text: str, letter: str) -> tuple[Condition, ...]:
     found = []
     for line in str(text).splitlines():
@@ -94,6 +100,11 @@ def conditions(text: str, letter: str) -> tuple[Condition, ...]:
                 re.compile(argument)
             except re.error as error:
                 raise DeclarationError(f"choice {letter}: {kind} {argument!r} is not a regular expression ({error})") from None
+            if ends_at_a_tensors_parenthesis(argument):
+                raise DeclarationError(
+                    f"choice {letter}: {kind} {argument!r} reads a tensor up to its closing parenthesis, which "
+                    "fails on CUDA (device='cuda:0' comes before it): end the pattern at the values, or allow "
+                    "the device: (, device='[^']*')?")
         found.append(Condition(kind, argument))
     if not found:
         raise DeclarationError(f"choice {letter} declares no condition (prints, not-prints or raises)")

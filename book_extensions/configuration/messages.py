@@ -112,7 +112,9 @@ ENGLISH = {
     "exercise_answer_later": "The answer is at the end of the chapter.",
     "exercise_answers_heading": "Answers to the exercises",
     "exercise_index_item": "{page}, exercise {number}",
-    "exercise_misconception": "“{misconception}”",
+    # The heading says the quoted belief is false: a student skimming the index reads a bare
+    # quotation as the book's claim.
+    "exercise_misconception": "Myth: “{misconception}”",
     "exercise_index_sep": ": ",
     # The 404 page: a heading, then why and what to do, each in its own line.
     "not_found": "Page not found",

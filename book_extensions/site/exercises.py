@@ -7,8 +7,8 @@ A page writes an exercise as a ``{exercise}`` directive followed by the code cel
     id: data-shares-storage
     misconception: data-is-detach
     answer: B
-    A: prints ^tensor\\(\\[1\\., 2\\.\\]\\)
-    B: prints ^tensor\\(\\[0\\., 2\\.\\]\\)
+    A: prints ^tensor\\(\\[1\\., 2\\.\\]
+    B: prints ^tensor\\(\\[0\\., 2\\.\\]
     ---
     What does the cell print?
 
@@ -246,8 +246,11 @@ def attach(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> int:
         answer.insert(1, said)
         answer.insert(2, output)
         question = node.next_node(exercise_question)
+        # The question's first paragraph, whole and with its inline code, for the index of exercises
+        # (written to stand on its own: CONTRIBUTING.md).
+        first = question.next_node(nodes.paragraph)
         state.exercises.append({"id": declared.id, "misconception": declared.misconception, "number": number,
-                                "question": question.astext().split("\n")[0][:160]})
+                                "question": [child.deepcopy() for child in first.children] if first else []})
     return problems
 
 
@@ -439,8 +442,8 @@ def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             uri = ("" if app.builder.name == "singlehtml" else app.builder.get_relative_uri(docname, page)) \
                 + f"#exercise-{entry['id']}"
             items += nodes.list_item("", nodes.paragraph("", "", nodes.reference(text, text, refuri=uri, internal=True),
-                                                         nodes.Text(message(app.config, "exercise_index_sep")
-                                                                    + entry["question"])))
+                                                         nodes.Text(message(app.config, "exercise_index_sep")),
+                                                         *[child.deepcopy() for child in entry["question"]]))
         section += items
         out.append(section)
     for placeholder in placeholders:

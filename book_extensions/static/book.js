@@ -123,6 +123,8 @@ function showExercise(exercise, choice) {
   for (const control of form.querySelectorAll("input[type=radio], .book-exercise-check")) {
     control.disabled = choice !== null;
   }
+  // A checked exercise shows "Try again" in place of "Check", which would do nothing now.
+  form.querySelector(".book-exercise-check").hidden = choice !== null;
   form.querySelector(".book-exercise-reset").hidden = choice === null;
   details.hidden = choice === null;
   details.open = choice !== null;
@@ -151,7 +153,6 @@ for (const exercise of document.querySelectorAll(".book-exercise[data-exercise]"
   if (!form) {
     continue;
   }
-  form.querySelector(".book-exercise-check").hidden = false;
   let stored = null;
   try {
     stored = window.localStorage.getItem(exerciseKey(exercise));
@@ -169,6 +170,9 @@ for (const exercise of document.querySelectorAll(".book-exercise[data-exercise]"
     }
     storeChoice(exercise, checked.value);
     showExercise(exercise, checked.value);
+    // The control that had the focus is disabled or hidden now: the keyboard goes on from "Try
+    // again", right after the feedback that the live region reads out.
+    form.querySelector(".book-exercise-reset").focus();
   });
   form.querySelector(".book-exercise-reset").addEventListener("click", () => {
     storeChoice(exercise, null);

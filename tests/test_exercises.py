@@ -163,10 +163,12 @@ def test_good_exercises_build_in_both_languages_and_offline(build_fixture):
     assert "<summary>torch " in zh and "的实际结果及原因</summary>" in zh and "<legend>你的预测</legend>" in zh
     index = (build.site() / "zh" / "all-exercises.html").read_text(encoding="utf8")
     # Each heading says the belief is a myth; each question is there whole, its code as code.
-    assert '<section class="no-search" id="misconception-detach-copies">\n<h2>误解：“detach() 会复制数据' in index
+    # By chapter (its title, a heading in the page's contents), then by misconception.
+    chapter = index.index('<section class="no-search" id="exercises-of-index">\n<h2>')
+    assert chapter < index.index('<section class="no-search" id="misconception-detach-copies">\n<h3>误解：“detach() 会复制数据')
     assert 'href="index.html#exercise-detach-shares"' in index
     english = (build.site() / "en" / "all-exercises.html").read_text(encoding="utf8")
-    assert '<h2>Myth: “' in english and "<code" in english[english.index('href="index.html#exercise-detach-shares"'):]
+    assert '<h3>Myth: “' in english and "<code" in english[english.index('href="index.html#exercise-detach-shares"'):]
     offline = build_fixture("exercises", "singlehtml", "--language", "en")
     assert offline.returncode == 0, offline.output
     book = (offline.out / "cpu" / "singlehtml" / "en" / "index.html").read_text(encoding="utf8")

@@ -410,6 +410,29 @@ class ExerciseIndex(SphinxDirective):
         return [exercise_index_placeholder()]
 
 
+def misconception_section(app: Sphinx, docname: str, ident: str, belief: str, found: list) -> nodes.section:
+    """A misconception's heading (the belief, marked as a myth) and its exercises, each linked
+    with its chapter, number and question."""
+    # A false statement as a heading would read as the book's claim: quoted and marked, it is a myth.
+    title = message(app.config, "exercise_misconception").format(misconception=belief)
+    # no-search, heading and all: a misconception is a false claim, no answer to a query, and
+    # each question is indexed on its chapter's page, where it is answered (all of them
+    # together here made this page a match for any query about the tools).
+    section = nodes.section("", nodes.title(title, title), ids=[f"misconception-{ident}"], classes=["no-search"])
+    items = nodes.bullet_list()
+    for page, entry in found:
+        page_title = app.env.titles[page].astext() if page in app.env.titles else page
+        text = message(app.config, "exercise_index_item").format(page=page_title, number=entry["number"])
+        # An exercise's id is unique in the book (unique_ids): the single-page build links it alone.
+        uri = ("" if app.builder.name == "singlehtml" else app.builder.get_relative_uri(docname, page)) \
+            + f"#exercise-{entry['id']}"
+        items += nodes.list_item("", nodes.paragraph("", "", nodes.reference(text, text, refuri=uri, internal=True),
+                                                     nodes.Text(message(app.config, "exercise_index_sep")),
+                                                     *[child.deepcopy() for child in entry["question"]]))
+    section += items
+    return section
+
+
 def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     from .provenance_page import reading_order
 
@@ -418,34 +441,28 @@ def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         return
     code = current_language(app.config).code
     known = misconceptions(app)
+    order = reading_order(app.env)
     by_misconception: dict[str, list] = {ident: [] for ident in known}
-    for page in reading_order(app.env):
+    for page in order:
         state = page_state.every(app.env).get(page)
         for found in getattr(state, "exercises", []):
             by_misconception.setdefault(found["misconception"], []).append((page, found))
-    out: list[nodes.Node] = []
+    # Under each chapter (in reading order), the misconceptions whose first exercise is there,
+    # in docs/exercises.toml's order, each with all its exercises: a teacher finds a topic in
+    # the page's contents, then the beliefs to assign.
+    by_chapter: dict[str, list] = {}
     for ident, found in by_misconception.items():
-        if not found:
-            continue
-        # A false statement as a heading would read as the book's claim: quoted, it is someone's.
-        title = message(app.config, "exercise_misconception").format(
-            misconception=known.get(ident, {}).get(code, ident))
-        # no-search, heading and all: a misconception is a false claim, no answer to a query, and
-        # each question is indexed on its chapter's page, where it is answered (all of them
-        # together here made this page a match for any query about the tools).
-        section = nodes.section("", nodes.title(title, title), ids=[f"misconception-{ident}"], classes=["no-search"])
-        items = nodes.bullet_list()
-        for page, entry in found:
-            page_title = app.env.titles[page].astext() if page in app.env.titles else page
-            text = message(app.config, "exercise_index_item").format(page=page_title, number=entry["number"])
-            # An exercise's id is unique in the book (unique_ids): the single-page build links it alone.
-            uri = ("" if app.builder.name == "singlehtml" else app.builder.get_relative_uri(docname, page)) \
-                + f"#exercise-{entry['id']}"
-            items += nodes.list_item("", nodes.paragraph("", "", nodes.reference(text, text, refuri=uri, internal=True),
-                                                         nodes.Text(message(app.config, "exercise_index_sep")),
-                                                         *[child.deepcopy() for child in entry["question"]]))
-        section += items
-        out.append(section)
+        if found:
+            by_chapter.setdefault(found[0][0], []).append((ident, found))
+    out: list[nodes.Node] = []
+    for chapter in sorted(by_chapter, key=order.index):
+        chapter_title = app.env.titles[chapter].astext() if chapter in app.env.titles else chapter
+        # no-search: a chapter's title is found on its own page.
+        part = nodes.section("", nodes.title(chapter_title, chapter_title), ids=[nodes.make_id(f"exercises-of-{chapter}")],
+                             classes=["no-search"])
+        for ident, found in by_chapter[chapter]:
+            part += misconception_section(app, docname, ident, known.get(ident, {}).get(code, ident), found)
+        out.append(part)
     for placeholder in placeholders:
         placeholder.replace_self([node.deepcopy() for node in out])
 

@@ -418,7 +418,8 @@ def misconception_section(app: Sphinx, docname: str, ident: str, belief: str, fo
     # no-search, heading and all: a misconception is a false claim, no answer to a query, and
     # each question is indexed on its chapter's page, where it is answered (all of them
     # together here made this page a match for any query about the tools).
-    section = nodes.section("", nodes.title(title, title), ids=[f"misconception-{ident}"], classes=["no-search"])
+    section = nodes.section("", nodes.title(title, title), ids=[f"misconception-{ident}"],
+                            classes=["no-search", "book-misconception"])
     items = nodes.bullet_list()
     for page, entry in found:
         page_title = app.env.titles[page].astext() if page in app.env.titles else page

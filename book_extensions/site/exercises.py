@@ -410,16 +410,19 @@ class ExerciseIndex(SphinxDirective):
         return [exercise_index_placeholder()]
 
 
-def misconception_section(app: Sphinx, docname: str, ident: str, belief: str, found: list) -> nodes.section:
-    """A misconception's heading (the belief, marked as a myth) and its exercises, each linked
-    with its chapter, number and question."""
-    # A false statement as a heading would read as the book's claim: quoted and marked, it is a myth.
+def misconception_section(app: Sphinx, docname: str, ident: str, belief: str, found: list) -> nodes.container:
+    """A misconception's label (the belief, marked as a myth) and its exercises, each linked
+    with its chapter, number and question.
+
+    A label, not a heading: the chapter's heading is the page's contents entry, and a belief
+    runs to three or four lines on a phone, which no section title may take (issue 33)."""
+    # A false statement on its own would read as the book's claim: quoted and marked, it is a myth.
     title = message(app.config, "exercise_misconception").format(misconception=belief)
-    # no-search, heading and all: a misconception is a false claim, no answer to a query, and
-    # each question is indexed on its chapter's page, where it is answered (all of them
-    # together here made this page a match for any query about the tools).
-    section = nodes.section("", nodes.title(title, title), ids=[f"misconception-{ident}"],
-                            classes=["no-search", "book-misconception"])
+    # no-search: a misconception is a false claim, no answer to a query, and each question is
+    # indexed on its chapter's page, where it is answered (all of them together here made this
+    # page a match for any query about the tools).
+    part = nodes.container("", nodes.paragraph(title, title, classes=["book-misconception-title"]),
+                           ids=[f"misconception-{ident}"], classes=["no-search", "book-misconception"])
     items = nodes.bullet_list()
     for page, entry in found:
         page_title = app.env.titles[page].astext() if page in app.env.titles else page
@@ -430,8 +433,8 @@ def misconception_section(app: Sphinx, docname: str, ident: str, belief: str, fo
         items += nodes.list_item("", nodes.paragraph("", "", nodes.reference(text, text, refuri=uri, internal=True),
                                                      nodes.Text(message(app.config, "exercise_index_sep")),
                                                      *[child.deepcopy() for child in entry["question"]]))
-    section += items
-    return section
+    part += items
+    return part
 
 
 def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:

@@ -94,6 +94,14 @@ def test_the_misconceptions_file_is_checked(tmp_path):
         "docs/exercises.toml: misconception 'detach-copies' has no zh title"]
     path.write_text('[misconceptions.detach-copies]\nen = "a"\nzh = "b"\n', encoding="utf8")
     assert exercise_answers.misconceptions_problems(path, ["en", "zh"], "docs/exercises.toml") == []
+    # A topic is a table of titles too, and a misconception names one that exists.
+    path.write_text('[topics.t]\nen = "T"\nzh = "T"\n[misconceptions.detach-copies]\ntopic = "u"\nen = "a"\nzh = "b"\n',
+                    encoding="utf8")
+    assert exercise_answers.misconceptions_problems(path, ["en", "zh"], "docs/exercises.toml") == [
+        "docs/exercises.toml: misconception 'detach-copies': its topic 'u' is not a [topics.<id>] table"]
+    path.write_text('[topics.t]\nen = "T"\n[misconceptions.detach-copies]\ntopic = "t"\nen = "a"\nzh = "b"\n', encoding="utf8")
+    assert exercise_answers.misconceptions_problems(path, ["en", "zh"], "docs/exercises.toml") == [
+        "docs/exercises.toml: topic 't' has no zh title"]
     # The book's own file is right.
     assert exercise_answers.misconceptions_problems(ROOT / "docs" / "exercises.toml", ["en", "zh"], "x") == []
 
@@ -163,10 +171,12 @@ def test_good_exercises_build_in_both_languages_and_offline(build_fixture):
     assert "<summary>torch " in zh and "的实际结果及原因</summary>" in zh and "<legend>你的预测</legend>" in zh
     index = (build.site() / "zh" / "all-exercises.html").read_text(encoding="utf8")
     # Each heading says the belief is a myth; each question is there whole, its code as code.
-    # By chapter (its title, a heading in the page's contents), then by misconception.
-    chapter = index.index('<section class="no-search" id="exercises-of-index">\n<h2>')
-    assert chapter < index.index('<div class="no-search book-misconception docutils container" id="misconception-detach-copies">\n'
-                                 '<p class="book-misconception-title">误解：“detach() 会复制数据')
+    # By topic (its title, a heading in the page's contents), then by misconception; one without
+    # a topic first, under no heading.
+    loose = index.index('id="misconception-no-error"')
+    topic = index.index('<section class="no-search" id="topic-detach">\n<h2>分离<')
+    assert loose < topic < index.index('<div class="no-search book-misconception docutils container" id="misconception-detach-copies">\n'
+                                       '<p class="book-misconception-title">误解：“detach() 会复制数据')
     assert 'href="index.html#exercise-detach-shares"' in index
     english = (build.site() / "en" / "all-exercises.html").read_text(encoding="utf8")
     assert '<p class="book-misconception-title">Myth: “' in english

@@ -189,33 +189,47 @@ def join(letters: str) -> str:
 # --- docs/exercises.toml ------------------------------------------------------
 
 
-def load_misconceptions(path: Path, languages: list[str]) -> dict[str, dict[str, str]]:
-    """The misconceptions, in the file's order: id → {language: title}; ValueError names the problem."""
+def titles_of(kind: str, ident: str, table, languages: list[str], extra_keys: tuple[str, ...] = ()) -> dict:
+    """A [<kind>.<id>] table's titles, one per language of the book; ValueError names the problem."""
+    if not IDENTIFIER.fullmatch(ident):
+        raise ValueError(f"{kind} {ident!r}: its id must be lower-case words joined by hyphens")
+    if not isinstance(table, dict):
+        raise ValueError(f"{kind} {ident!r} must be a table of titles by language")
+    extra = sorted(set(table) - set(languages) - set(extra_keys))
+    if extra:
+        raise ValueError(f"{kind} {ident!r}: {extra[0]!r} is not a language of the book")
+    for language in languages:
+        title = table.get(language)
+        if not isinstance(title, str) or not title.strip():
+            raise ValueError(f"{kind} {ident!r} has no {language} title")
+    return dict(table)
+
+
+def load_misconceptions(path: Path, languages: list[str]) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """The misconceptions, in the file's order: id → {language: title, and "topic" when it has
+    one}, and the topics the index of exercises groups them under, in the file's order: id →
+    {language: title}; ValueError names the problem."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ValueError(f"cannot be read: {error}") from None
-    unknown = sorted(set(data) - {"misconceptions"})
+    unknown = sorted(set(data) - {"misconceptions", "topics"})
     if unknown:
-        raise ValueError(f"unknown table {unknown[0]!r}: the file holds [misconceptions.<id>] tables")
+        raise ValueError(f"unknown table {unknown[0]!r}: the file holds [topics.<id>] and [misconceptions.<id>] tables")
+    topics = data.get("topics", {})
+    if not isinstance(topics, dict):
+        raise ValueError("topics must be [topics.<id>] tables")
+    topics = {ident: titles_of("topic", ident, table, languages) for ident, table in topics.items()}
     table = data.get("misconceptions", {})
     if not isinstance(table, dict) or not table:
         raise ValueError("no [misconceptions.<id>] table")
     found = {}
     for ident, titles in table.items():
-        if not IDENTIFIER.fullmatch(ident):
-            raise ValueError(f"misconception {ident!r}: its id must be lower-case words joined by hyphens")
-        if not isinstance(titles, dict):
-            raise ValueError(f"misconception {ident!r} must be a table of titles by language")
-        extra = sorted(set(titles) - set(languages))
-        if extra:
-            raise ValueError(f"misconception {ident!r}: {extra[0]!r} is not a language of the book")
-        for language in languages:
-            title = titles.get(language)
-            if not isinstance(title, str) or not title.strip():
-                raise ValueError(f"misconception {ident!r} has no {language} title")
-        found[ident] = dict(titles)
-    return found
+        found[ident] = titles_of("misconception", ident, titles, languages, ("topic",))
+        topic = titles.get("topic")
+        if topic is not None and topic not in topics:
+            raise ValueError(f"misconception {ident!r}: its topic {topic!r} is not a [topics.<id>] table")
+    return found, topics
 
 
 def misconceptions_problems(path: Path, languages: list[str], name: str) -> list[str]:

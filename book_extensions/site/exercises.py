@@ -93,15 +93,16 @@ TAG = "exercise"  # the tag of an exercise's code cell
 OFFLINE_BUILDERS = ("singlehtml", "epub")
 
 
-def misconceptions(app: Sphinx) -> dict[str, dict[str, str]]:
-    """docs/exercises.toml (checked before Sphinx starts: configuration/input_files.py); {} without it."""
+def misconceptions(app: Sphinx) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """docs/exercises.toml's misconceptions and topics (checked before Sphinx starts:
+    configuration/input_files.py); empty without the file."""
     path = Path(app.srcdir).parent / MISCONCEPTIONS_FILE
     if not path.is_file():
-        return {}
+        return {}, {}
     try:
         return load_misconceptions(path, [language.code for language in app.config.book_languages])
     except ValueError:
-        return {}  # the build driver names the problem before Sphinx starts
+        return {}, {}  # the build driver names the problem before Sphinx starts
 
 
 # --- nodes ---------------------------------------------------------------------
@@ -137,7 +138,7 @@ class Exercise(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         location = (self.env.docname, self.lineno)
-        known = misconceptions(self.env.app) or None
+        known = misconceptions(self.env.app)[0] or None
         try:
             declared = declaration(self.options, known)
         except DeclarationError as error:
@@ -444,29 +445,27 @@ def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if not placeholders:
         return
     code = current_language(app.config).code
-    known = misconceptions(app)
-    order = reading_order(app.env)
+    known, topics = misconceptions(app)
     by_misconception: dict[str, list] = {ident: [] for ident in known}
-    for page in order:
+    for page in reading_order(app.env):
         state = page_state.every(app.env).get(page)
         for found in getattr(state, "exercises", []):
             by_misconception.setdefault(found["misconception"], []).append((page, found))
-    # Under each chapter (in reading order), the misconceptions whose first exercise is there,
-    # in docs/exercises.toml's order, each with all its exercises: a teacher finds a topic in
-    # the page's contents, then the beliefs to assign.
-    by_chapter: dict[str, list] = {}
+    # By topic (docs/exercises.toml's [topics], a heading each: the page's contents), then by
+    # misconception, each with every exercise that tests it: a teacher finds a topic, then the
+    # beliefs to assign. Misconceptions without a topic come first, under no heading.
+    parts = {topic: nodes.section("", nodes.title(titles[code], titles[code]), ids=[f"topic-{topic}"],
+                                  classes=["no-search"]) for topic, titles in topics.items()}
+    loose = []
     for ident, found in by_misconception.items():
         if found:
-            by_chapter.setdefault(found[0][0], []).append((ident, found))
-    out: list[nodes.Node] = []
-    for chapter in sorted(by_chapter, key=order.index):
-        chapter_title = app.env.titles[chapter].astext() if chapter in app.env.titles else chapter
-        # no-search: a chapter's title is found on its own page.
-        part = nodes.section("", nodes.title(chapter_title, chapter_title), ids=[nodes.make_id(f"exercises-of-{chapter}")],
-                             classes=["no-search"])
-        for ident, found in by_chapter[chapter]:
-            part += misconception_section(app, docname, ident, known.get(ident, {}).get(code, ident), found)
-        out.append(part)
+            label = misconception_section(app, docname, ident, known.get(ident, {}).get(code, ident), found)
+            topic = known.get(ident, {}).get("topic")
+            if topic in parts:
+                parts[topic] += label
+            else:
+                loose.append(label)
+    out = loose + [part for part in parts.values() if len(part.children) > 1]
     for placeholder in placeholders:
         placeholder.replace_self([node.deepcopy() for node in out])
 

@@ -162,6 +162,8 @@ def test_good_exercises_build_in_both_languages_and_offline(build_fixture):
     page = (build.site() / "en" / "index.html").read_text(encoding="utf8")
     # The cell's code is in the exercise, its output only in the closed answer, under the version.
     exercise = page[page.index('id="exercise-detach-shares"'):page.index('id="exercise-saved-tensor-changed"')]
+    # Out of the search (practice, not an answer to a query; its answer is hidden until checked).
+    assert '<div class="book-exercise no-search" id="exercise-detach-shares"' in page
     question, answer = exercise.split('<details class="book-exercise-answer">')
     assert "a</span><span class=\"o\">.</span><span class=\"n\">detach</span>" in question
     assert "tensor([0., 2.])\n</pre>" not in question and "tensor([0., 2.])\n</pre>" in answer

@@ -225,6 +225,10 @@ def attach(app: Sphinx, docname: str, doctree: nodes.document, notebook) -> int:
     state.exercises = []
     for number, (node, cell_node, declared) in enumerate(found, start=1):
         node["number"] = number
+        # Out of the search index and its excerpts: an exercise is practice, not an answer to a
+        # query (its words outranked the sections that answer, and its hidden answer made
+        # excerpts of text the page does not show).
+        node["classes"].append("no-search")
         title = message(app.config, "exercise_title").format(number=number)
         node.insert(0, nodes.paragraph(title, title, classes=["book-exercise-title"],
                                        ids=[f"exercise-{declared.id}-title"]))
@@ -281,7 +285,8 @@ def unique_ids(app: Sphinx, env) -> None:
 def _visit_exercise(self, node):
     ident = node["exercise_id"]
     offline = node.get("offline", False)
-    self.body.append(f'<div class="book-exercise{" book-exercise-offline" if offline else ""}" '
+    marks = (" book-exercise-offline" if offline else "") + (" no-search" if "no-search" in node["classes"] else "")
+    self.body.append(f'<div class="book-exercise{marks}" '
                      f'id="exercise-{escape(ident)}" data-exercise="{escape(ident)}" data-answer="{node["answer"]}" '
                      f'role="group" aria-labelledby="exercise-{escape(ident)}-title">')
 

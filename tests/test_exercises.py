@@ -2,8 +2,13 @@
 output at every build, and the languages declare the same answers."""
 
 
+import subprocess
+import sys
+import zipfile
+
 import pytest
 from books import FIXTURES, ROOT, warnings_of
+from pypdf import PdfReader
 
 from book_extensions.checks import exercise_answers, parity
 from book_extensions.checks.exercise_answers import DeclarationError, declaration, supported, verdict
@@ -193,3 +198,22 @@ def test_good_exercises_build_in_both_languages_and_offline(build_fixture):
     assert 'href="#exercise-detach-shares"' in book[book.index('id="document-all-exercises"'):]
 
 
+@pytest.mark.fixture
+def test_the_epub_and_the_pdf_carry_the_answers(build_fixture):
+    """The offline editions, made as `nox -s pdf epub` makes them: the choices a lettered list,
+    no form, and the answers (with torch's output) at the end of the chapter."""
+    build = build_fixture("exercises", "html", "--language", "en")
+    assert build.returncode == 0, build.output
+    for kind in ("epub", "pdf"):
+        run = subprocess.run([sys.executable, "-m", "book_extensions", "editions", kind, "--language", "en",
+                              "--docs", str(FIXTURES / "exercises" / "docs"), "--out", str(build.out),
+                              "--cache-root", str(build.cache)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout + run.stderr
+    offline = build.out / "cpu" / "offline" / "en"
+    with zipfile.ZipFile(offline / "cutting-the-graph-en.epub") as epub:
+        text = " ".join(epub.read(name).decode("utf8") for name in epub.namelist() if name.endswith(".xhtml"))
+    assert "book-exercise-form" not in text and 'type="A"' in text
+    assert text.index('id="exercise-detach-shares"') < text.index("Answers to the exercises") < text.index('id="answer-detach-shares"')
+    words = " ".join(page.extract_text() for page in PdfReader(offline / "cutting-the-graph-en.pdf").pages)
+    answers = words.index("Answers to the exercises")
+    assert "tensor([0., 2.])" in words[answers:], words[answers:answers + 400]

@@ -181,7 +181,7 @@ def test_good_exercises_build_in_both_languages_and_offline(build_fixture):
     # By topic (its title, a heading in the page's contents), then by misconception; one without
     # a topic first, under no heading.
     loose = index.index('id="misconception-no-error"')
-    topic = index.index('<section class="no-search" id="topic-detach">\n<h2>分离<')
+    topic = index.index('<section class="no-search book-exercise-topic" id="topic-detach">\n<h2>分离<')
     assert loose < topic < index.index('<div class="no-search book-misconception docutils container" id="misconception-detach-copies">\n'
                                        '<p class="book-misconception-title">误解：“detach() 会复制数据')
     assert 'href="index.html#exercise-detach-shares"' in index

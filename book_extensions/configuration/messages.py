@@ -112,7 +112,7 @@ ENGLISH = {
     "exercise_answer_later": "The answer is at the end of the chapter.",
     "exercise_answers_heading": "Answers to the exercises",
     "exercise_index_item": "{page}, exercise {number}",
-    # The heading says the quoted belief is false: a student skimming the index reads a bare
+    # The label says the quoted belief is false: a student skimming the index reads a bare
     # quotation as the book's claim.
     "exercise_misconception": "Myth: “{misconception}”",
     "exercise_index_sep": ": ",

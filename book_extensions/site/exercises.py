@@ -63,6 +63,7 @@ module does with a ``<details>`` and forty lines of book.js.
 
 from __future__ import annotations
 
+import functools
 from html import escape
 from pathlib import Path
 
@@ -99,8 +100,14 @@ def misconceptions(app: Sphinx) -> tuple[dict[str, dict[str, str]], dict[str, di
     path = Path(app.srcdir).parent / MISCONCEPTIONS_FILE
     if not path.is_file():
         return {}, {}
+    return misconceptions_file(path, path.stat().st_mtime_ns, tuple(language.code for language in app.config.book_languages))
+
+
+@functools.lru_cache(maxsize=4)
+def misconceptions_file(path: Path, mtime_ns: int, languages: tuple[str, ...]) -> tuple[dict, dict]:
+    """The file read once while it stays the same (every exercise of every page asks)."""
     try:
-        return load_misconceptions(path, [language.code for language in app.config.book_languages])
+        return load_misconceptions(path, list(languages))
     except ValueError:
         return {}, {}  # the build driver names the problem before Sphinx starts
 
@@ -460,7 +467,7 @@ def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     # misconception, each with every exercise that tests it: a teacher finds a topic, then the
     # beliefs to assign. Misconceptions without a topic come first, under no heading.
     parts = {topic: nodes.section("", nodes.title(titles[code], titles[code]), ids=[f"topic-{topic}"],
-                                  classes=["no-search"]) for topic, titles in topics.items()}
+                                  classes=["no-search", "book-exercise-topic"]) for topic, titles in topics.items()}
     loose = []
     for ident, found in by_misconception.items():
         if found:

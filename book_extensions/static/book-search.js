@@ -12,7 +12,9 @@
  * searchcounts.js). Each result links to the section of its page that scores best for the
  * query as the ranking scores pages (with the messages the section shows, and the longest
  * run of the query it holds word for word), with an excerpt of the article from that
- * section (not the theme's menus), and only whole words highlighted. tests/test_browser_search.py holds the readers' queries.
+ * section (not the theme's menus), and only whole words highlighted; a result's page is
+ * fetched for that once the result nears the view. tests/test_browser_search.py holds the
+ * readers' queries.
  */
 "use strict";
 (() => {
@@ -520,9 +522,7 @@
 
   // The section of a page that best answers the query (sectionScores), and the stretch of
   // it with the most of the query's weight, with that section's heading.
-  const bestStretch = (html, weights, bonuses, order, match) => {
-    const found = articleText(html);
-    if (!found) return null;
+  const bestStretch = (found, weights, bonuses, order, match) => {
     const { text, starts } = found;
     const allHits = match(text);
     const { scores, sectionOf } = sectionScores(found, allHits, weights, bonuses, order);
@@ -576,8 +576,35 @@
     };
   };
 
+  // A result's page is fetched for its excerpt and section once the result comes within a
+  // screen of the view, not for every result at once: a search listed some twenty pages, and
+  // a phone downloaded and parsed each of them.
+  const nearView = (item, read) => {
+    if (typeof IntersectionObserver === "undefined") return read();
+    const watcher = new IntersectionObserver((seen) => {
+      if (!seen.some((entry) => entry.isIntersecting)) return;
+      watcher.disconnect();
+      read();
+    }, { rootMargin: "0px 0px 100% 0px" });
+    watcher.observe(item);
+  };
+
+  // Each page's article text, read once per visit to the search page (articleText does
+  // not depend on the query); null where the page cannot be fetched (a site opened from
+  // disk): its result keeps its plain link.
+  const pageTexts = new Map();
+  const pageText = (docName) => {
+    if (!pageTexts.has(docName)) {
+      pageTexts.set(docName, fetch(document.documentElement.dataset.content_root + docName + DOCUMENTATION_OPTIONS.FILE_SUFFIX)
+        .then((response) => response.text())
+        .then(articleText)
+        .catch(() => null));
+    }
+    return pageTexts.get(docName);
+  };
+
   const showResult = ([docName, title, anchor, , score, , kind, { weights, bonuses, order }], match) => {
-    const { LINK_SUFFIX, FILE_SUFFIX } = DOCUMENTATION_OPTIONS;
+    const { LINK_SUFFIX } = DOCUMENTATION_OPTIONS;
     const item = document.createElement("li");
     item.classList.add(`kind-${kind}`);
     const link = item.appendChild(document.createElement("a"));
@@ -585,19 +612,16 @@
     link.dataset.score = score;
     link.append(marked(title, match(title)));
     Search.output.appendChild(item);
-    fetch(document.documentElement.dataset.content_root + docName + FILE_SUFFIX)
-      .then((response) => response.text())
-      // A page that cannot be fetched (a site opened from disk) keeps its plain link.
-      .catch(() => null)
-      .then((html) => {
-        const found = html && bestStretch(html, weights, bonuses, order, match);
-        if (!found) return;
+    nearView(item, () =>
+      pageText(docName).then((found) => {
+        const best = found && bestStretch(found, weights, bonuses, order, match);
+        if (!best) return;
         const pageTitle = index().titles[index().docnames.indexOf(docName)];
-        const shown = found.heading ? `${pageTitle} > ${found.heading}` : pageTitle;
-        if (found.section) link.href = `${docName}${LINK_SUFFIX}#${found.section}`;
+        const shown = best.heading ? `${pageTitle} > ${best.heading}` : pageTitle;
+        if (best.section) link.href = `${docName}${LINK_SUFFIX}#${best.section}`;
         link.replaceChildren(marked(shown, match(shown)));
-        item.appendChild(found.summary);
-      });
+        item.appendChild(best.summary);
+      }));
   };
 
   // searchtools' query, but each result shown by showResult.

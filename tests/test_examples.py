@@ -227,3 +227,56 @@ def test_fsdp_resume_reports_what_the_book_says(run_example):
     assert setups["resumed, body unfrozen, body entries dropped, strict=False"] == [
         made, "after loading: body none; head step 3", "after 3 more steps: body step 3; head step 6",
         "as uninterrupted: True"]
+
+
+def test_fsdp_trainable_only_reports_what_the_book_says(run_example):
+    _, setups = setups_of(run_example, "fsdp_trainable_only.py")
+    saved = setups["saved after 3 steps, body frozen"]
+    body = "body.0.weight, body.0.bias, body.2.weight, body.2.bias"
+    # ignore_frozen_params drops the frozen body from the model's state dict; the optimizer's
+    # holds no state for it either way, and its group still lists every name
+    assert saved[:6] == ["everything:", f"model keys: {body}, head.weight, head.bias",
+                         "optimizer state keys: head.weight, head.bias", "optimizer group params: 6 names",
+                         "tensors saved: 12 on each rank", "numbers saved: 85 on each rank"]
+    assert saved[6].startswith("files: ") and saved[6].endswith(" kB, of which the numbers 680 bytes")
+    assert saved[7:13] == ["trainable only:", "model keys: head.weight, head.bias",
+                           "optimizer state keys: head.weight, head.bias", "optimizer group params: 6 names",
+                           "tensors saved: 8 on each rank", "numbers saved: 29 on each rank"]
+    assert saved[13].endswith(" kB, of which the numbers 232 bytes") and saved[14:] == ["warnings: none"]
+    everything, trainable = (int(line.split()[1]) for line in (saved[6], saved[13]))
+    assert 0.6 < trainable / everything < 0.9  # the files shrink by far less than the numbers
+    # the default set_model_state_dict loads strictly: the body's keys are missing
+    error = " ".join(setups["load trainable keys, set_model_state_dict's defaults"])
+    assert error.startswith("raised on both ranks: RuntimeError: Error(s) in loading state_dict for FSDPNet:")
+    assert 'Missing key(s) in state_dict: "body.0.weight", "body.0.bias", "body.2.weight", "body.2.bias".' in error
+    loaded = ["head as saved: True; body as pretrained: True", "after 3 more steps, as uninterrupted: True"]
+    assert setups["load trainable keys, strict=False"] == [f"missing keys: {body}", *loaded]
+    # the fresh model's full state dict asks the checkpoint for the body, which it lacks
+    assert setups["load all keys"] == ["CheckpointException, failed ranks [0, 1]:",
+                                       "RuntimeError: Missing key in checkpoint state_dict:",
+                                       "model.body.0.weight."]
+    assert setups["load all keys, allow_partial_load=True"] == ["missing keys: none", *loaded]
+
+
+def test_fsdp_checkpoint_wrapper_reports_what_the_book_says(run_example):
+    _, setups = setups_of(run_example, "fsdp_checkpoint_wrapper.py")
+    plain = "first: layers.0.lin.weight"
+    wrapped = "first: layers.0._checkpoint_wrapped_module.lin.weight"
+    same = ["keys of get_model_state_dict() changed: False", "gradients as with shard only: True"]
+    assert setups == {
+        "shard only": ["layers[0]: FSDPBlock", "in the step: block calls 2, all-gathers 5, on each rank",
+                       "names of named_parameters() changed: False", plain, *same],
+        # every order runs each block twice and gathers no more: only the module tree differs
+        "wrap, then shard the wrappers": [
+            "layers[0]: FSDPCheckpointWrapper around Block",
+            "in the step: block calls 4, all-gathers 5, on each rank",
+            "names of named_parameters() changed: True", wrapped, *same],
+        "wrap, then shard the blocks inside": [
+            "layers[0]: CheckpointWrapper around FSDPBlock",
+            "in the step: block calls 4, all-gathers 5, on each rank",
+            "names of named_parameters() changed: True", wrapped, *same],
+        "shard, then wrap": [
+            "layers[0]: CheckpointWrapper around FSDPBlock",
+            "in the step: block calls 4, all-gathers 5, on each rank",
+            "names of named_parameters() changed: True", wrapped, *same],
+    }

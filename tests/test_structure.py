@@ -200,3 +200,11 @@ def test_a_test_is_selected_by_its_own_tier_only():
     assert unit_test in collected("-m", "unit")
     assert unit_test not in collected("-m", "fixture")
     assert "test_each_page_runs_in_an_empty_scratch_folder_of_its_own" not in collected("-m", "fixture")
+
+
+def test_the_workers_take_the_groups_in_the_order_collected(pytestconfig):
+    # conftest.py sorts the real book's tests last, to run while it builds; pytest-xdist's
+    # default hands out the largest groups first, which are the two browser sweeps: their
+    # workers waited for the book (pyproject.toml's addopts).
+    assert pytestconfig.getoption("dist") == "loadgroup"
+    assert pytestconfig.getoption("loadscopereorder") is False

@@ -12,11 +12,11 @@ setups and trains three steps more: through a state dict made with the same opti
 full state dict, without and with ``allow_partial_load=True``.
 
 Each process sends back what it saw, and the parent prints one report, the same on every
-run: the keys of each checkpoint, how many tensors and numbers each process saved, and how
-many bytes the files take, and the numbers among them; for each setup any error, which keys
-``set_model_state_dict`` reported missing, whether the head holds the saved weights and the
-body its pretrained ones, and whether three more steps give the weights of six
-uninterrupted ones.
+run: the keys of each checkpoint, how many tensors and numbers each process's state dicts
+hold, and how many bytes the files take, and the numbers among them; for each setup any
+error, which keys ``set_model_state_dict`` reported missing, whether the head holds the saved
+weights and the body its pretrained ones, and whether three more steps give the weights of
+six uninterrupted ones.
 """
 
 import os
@@ -43,6 +43,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
+from torch.distributed.tensor import DTensor
 
 WORLD_SIZE = 2
 STEPS = 3
@@ -96,25 +97,33 @@ def full_weights(model):
 
 
 def tensors(state_dict):
-    """The tensors this process holds in a (nested) state dict: its own shards only."""
+    """The tensors of a (nested) state dict, a DTensor as it is."""
     if isinstance(state_dict, dict):
         return [t for value in state_dict.values() for t in tensors(value)]
     if isinstance(state_dict, list):
         return [t for value in state_dict for t in tensors(value)]
     if isinstance(state_dict, torch.Tensor):
-        return [state_dict.to_local() if hasattr(state_dict, "to_local") else state_dict]
+        return [state_dict]
     return []
+
+
+def nbytes(held):
+    return sum(t.numel() * t.element_size() for t in held)
 
 
 def save(model, optimizer, directory, options=None):
     state_dict = {"model": get_model_state_dict(model, options=options),
                   "optim": get_optimizer_state_dict(model, optimizer, options=options)}
     dcp.save(state_dict, checkpoint_id=directory)
+    held = tensors(state_dict)
+    # This process holds its own shard of each DTensor, and the rest (Adam's step) whole, as
+    # the other process does: DCP writes every process's shards, and a whole tensor once.
+    shards = [t.to_local() for t in held if isinstance(t, DTensor)]
+    whole = [t for t in held if not isinstance(t, DTensor)]
     return {"model": list(state_dict["model"]), "optim": list(state_dict["optim"]["state"]),
             "params": state_dict["optim"]["param_groups"][0]["params"],
-            "tensors": len(tensors(state_dict)),
-            "numbers": sum(t.numel() for t in tensors(state_dict)),
-            "number bytes": sum(t.numel() * t.element_size() for t in tensors(state_dict))}
+            "tensors": len(held), "numbers": sum(t.numel() for t in shards + whole),
+            "shard bytes": nbytes(shards), "whole bytes": nbytes(whole)}
 
 
 def resume(directory, batches, reference, pretrained, full=False, planner=None, options=None):
@@ -217,10 +226,10 @@ def report(rows):
         print(f"    model keys: {', '.join(saved['model'])}")
         print(f"    optimizer state keys: {', '.join(saved['optim'])}")
         print(f"    optimizer group params: {len(saved['params'])} names")
-        print(f"    tensors saved: {each_rank(saved['tensors'], other['tensors'])}")
-        print(f"    numbers saved: {each_rank(saved['numbers'], other['numbers'])}")
+        print(f"    state dict tensors: {each_rank(saved['tensors'], other['tensors'])}")
+        print(f"    numbers in them: {each_rank(saved['numbers'], other['numbers'])}")
         print(f"    files: {saved['bytes'] / 1000:.0f} kB, of which the numbers"
-              f" {saved['number bytes'] + other['number bytes']} bytes")
+              f" {saved['shard bytes'] + other['shard bytes'] + saved['whole bytes']} bytes")
     warned = rows[0]["saved"]["warnings"]
     print(f"  warnings: {len(warned) or 'none'}")
     for warning in warned:

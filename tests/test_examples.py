@@ -237,12 +237,12 @@ def test_fsdp_trainable_only_reports_what_the_book_says(run_example):
     # holds no state for it either way, and its group still lists every name
     assert saved[:6] == ["everything:", f"model keys: {body}, head.weight, head.bias",
                          "optimizer state keys: head.weight, head.bias", "optimizer group params: 6 names",
-                         "tensors saved: 12 on each rank", "numbers saved: 85 on each rank"]
-    assert saved[6].startswith("files: ") and saved[6].endswith(" kB, of which the numbers 680 bytes")
+                         "state dict tensors: 12 on each rank", "numbers in them: 85 on each rank"]
+    assert saved[6].startswith("files: ") and saved[6].endswith(" kB, of which the numbers 672 bytes")
     assert saved[7:13] == ["trainable only:", "model keys: head.weight, head.bias",
                            "optimizer state keys: head.weight, head.bias", "optimizer group params: 6 names",
-                           "tensors saved: 8 on each rank", "numbers saved: 29 on each rank"]
-    assert saved[13].endswith(" kB, of which the numbers 232 bytes") and saved[14:] == ["warnings: none"]
+                           "state dict tensors: 8 on each rank", "numbers in them: 29 on each rank"]
+    assert saved[13].endswith(" kB, of which the numbers 224 bytes") and saved[14:] == ["warnings: none"]
     everything, trainable = (int(line.split()[1]) for line in (saved[6], saved[13]))
     assert 0.6 < trainable / everything < 0.9  # the files shrink by far less than the numbers
     # the default set_model_state_dict loads strictly: the body's keys are missing

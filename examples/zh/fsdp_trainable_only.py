@@ -9,7 +9,7 @@ body 来自同一份预训练权重，head 是新的，在四种设置下加载�
 经由新模型完整的状态字典加载，分别不加和加上 ``allow_partial_load=True``。
 
 每个进程把自己看到的情况发回父进程，父进程打印一份报告，每次运行都一样：每个检查点的键、每个进程
-保存的张量个数和数值个数、文件的字节数以及其中数值所占的字节数；对每种设置，打印出现的错误、
+的状态字典里的张量个数和数值个数、文件的字节数以及其中数值所占的字节数；对每种设置，打印出现的错误、
 ``set_model_state_dict`` 报告缺失的键、head 是否等于保存时的权重、body 是否仍是预训练权重，
 以及再训练三步之后的权重是否与连续训练六步的相同。
 """
@@ -38,6 +38,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
+from torch.distributed.tensor import DTensor
 
 WORLD_SIZE = 2
 STEPS = 3
@@ -91,25 +92,33 @@ def full_weights(model):
 
 
 def tensors(state_dict):
-    """本进程在一个（嵌套的）状态字典里持有的张量：只算它自己的分片。"""
+    """一个（嵌套的）状态字典里的张量，DTensor 原样返回。"""
     if isinstance(state_dict, dict):
         return [t for value in state_dict.values() for t in tensors(value)]
     if isinstance(state_dict, list):
         return [t for value in state_dict for t in tensors(value)]
     if isinstance(state_dict, torch.Tensor):
-        return [state_dict.to_local() if hasattr(state_dict, "to_local") else state_dict]
+        return [state_dict]
     return []
+
+
+def nbytes(held):
+    return sum(t.numel() * t.element_size() for t in held)
 
 
 def save(model, optimizer, directory, options=None):
     state_dict = {"model": get_model_state_dict(model, options=options),
                   "optim": get_optimizer_state_dict(model, optimizer, options=options)}
     dcp.save(state_dict, checkpoint_id=directory)
+    held = tensors(state_dict)
+    # 每个 DTensor，本进程只持有自己的分片；其余的张量（Adam 的 step）则和另一个进程一样完整持有。
+    # DCP 写下每个进程的分片，完整的张量只写一次。
+    shards = [t.to_local() for t in held if isinstance(t, DTensor)]
+    whole = [t for t in held if not isinstance(t, DTensor)]
     return {"model": list(state_dict["model"]), "optim": list(state_dict["optim"]["state"]),
             "params": state_dict["optim"]["param_groups"][0]["params"],
-            "tensors": len(tensors(state_dict)),
-            "numbers": sum(t.numel() for t in tensors(state_dict)),
-            "number bytes": sum(t.numel() * t.element_size() for t in tensors(state_dict))}
+            "tensors": len(held), "numbers": sum(t.numel() for t in shards + whole),
+            "shard bytes": nbytes(shards), "whole bytes": nbytes(whole)}
 
 
 def resume(directory, batches, reference, pretrained, full=False, planner=None, options=None):
@@ -212,10 +221,10 @@ def report(rows):
         print(f"    model keys: {', '.join(saved['model'])}")
         print(f"    optimizer state keys: {', '.join(saved['optim'])}")
         print(f"    optimizer group params: {len(saved['params'])} names")
-        print(f"    tensors saved: {each_rank(saved['tensors'], other['tensors'])}")
-        print(f"    numbers saved: {each_rank(saved['numbers'], other['numbers'])}")
+        print(f"    state dict tensors: {each_rank(saved['tensors'], other['tensors'])}")
+        print(f"    numbers in them: {each_rank(saved['numbers'], other['numbers'])}")
         print(f"    files: {saved['bytes'] / 1000:.0f} kB, of which the numbers"
-              f" {saved['number bytes'] + other['number bytes']} bytes")
+              f" {saved['shard bytes'] + other['shard bytes'] + saved['whole bytes']} bytes")
     warned = rows[0]["saved"]["warnings"]
     print(f"  warnings: {len(warned) or 'none'}")
     for warning in warned:

@@ -86,7 +86,7 @@ from ..checks.exercise_answers import (
 from ..configuration.languages import current_language
 from ..configuration.messages import message
 from ..execution import page_state
-from .readable_layout import as_container, as_paragraph, end_container, end_paragraph
+from .readable_layout import as_container, as_paragraph, break_inline_code, end_container, end_paragraph
 
 logger = logging.getLogger(__name__)
 
@@ -478,6 +478,9 @@ def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             else:
                 loose.append(label)
     out = loose + [part for part in parts.values() if len(part.children) > 1]
+    if app.builder.format == "html":  # as ReadableLayout: the questions' code, copied before it ran
+        for part in out:
+            break_inline_code(part)
     for placeholder in placeholders:
         placeholder.replace_self([node.deepcopy() for node in out])
 

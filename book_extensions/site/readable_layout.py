@@ -205,26 +205,34 @@ def label_cells(table: nodes.table) -> None:
                 entry.insert(0, cell_label("", "", *content, classes=["no-search"]))
 
 
+def break_inline_code(root: nodes.Element) -> None:
+    """Let each piece of inline code under ``root`` break where it may (outside tables but
+    those of quoted messages), and a line break before code that follows Chinese closing
+    punctuation. ReadableLayout does it for every page; content that a page is filled in with
+    after the post-transforms (the index of exercises) calls it itself."""
+    for literal in list(root.findall(nodes.literal)):
+        table = next((a for a in ancestors(literal) if isinstance(a, nodes.table)), None)
+        if table is not None and not MESSAGE_TABLES & set(table["classes"]):
+            continue
+        before = literal.parent.index(literal) - 1
+        if before >= 0 and isinstance(literal.parent[before], nodes.Text) \
+                and literal.parent[before].endswith(CJK_CLOSING):
+            literal.parent.insert(before + 1, wbr())
+        for text in list(literal.findall(nodes.Text)):
+            parts = pieces(str(text))
+            if len(parts) > 1:
+                replacement = [nodes.Text(parts[0])]
+                for part in parts[1:]:
+                    replacement += [wbr(), nodes.Text(part)]
+                text.parent.replace(text, replacement)
+
+
 class ReadableLayout(SphinxPostTransform):
     default_priority = 900
     formats = ("html",)
 
     def run(self, **kwargs) -> None:
-        for literal in list(self.document.findall(nodes.literal)):
-            table = next((a for a in ancestors(literal) if isinstance(a, nodes.table)), None)
-            if table is not None and not MESSAGE_TABLES & set(table["classes"]):
-                continue
-            before = literal.parent.index(literal) - 1
-            if before >= 0 and isinstance(literal.parent[before], nodes.Text) \
-                    and literal.parent[before].endswith(CJK_CLOSING):
-                literal.parent.insert(before + 1, wbr())
-            for text in list(literal.findall(nodes.Text)):
-                parts = pieces(str(text))
-                if len(parts) > 1:
-                    replacement = [nodes.Text(parts[0])]
-                    for part in parts[1:]:
-                        replacement += [wbr(), nodes.Text(part)]
-                    text.parent.replace(text, replacement)
+        break_inline_code(self.document)
         for block in list(self.document.findall(lambda n: isinstance(n, nodes.literal_block | nodes.doctest_block))):
             if printed(block):
                 wrapper, parent = printed_text(), block.parent

@@ -6,7 +6,7 @@ and every measure the browser tier takes of all pages read on that one visit.
   script errors, requests to another host), then the layout measures;
 - 900 px and 1280 px (900 px high, light colours): the pages in one context, each measured
   once loaded with its fonts; at 1280 px axe's accessibility rules run too, after the
-  measures, on the search page as well.
+  measures, on the search page as well (color-contrast once per text style: AXE_CONTRAST_OF_MARKED).
 
 Measured once per test session and worker: every test that reads a sweep carries SWEPT, and
 conftest.py puts it in its language's xdist_group, so that one worker opens each page of a
@@ -273,6 +273,7 @@ def sweep(browser, site: str, folder: Path, language: str, width: int) -> dict[s
             finally:
                 page.context.close()
     else:
+        contrast_styles: set[str] = set()  # the text styles whose contrast axe has checked (AXE_WIDTH)
         page = watched_page(browser, site, viewport={"width": width, "height": 900}, color_scheme="light")
         try:
             for name in names + (["search.html"] if width == AXE_WIDTH else []):
@@ -282,7 +283,11 @@ def sweep(browser, site: str, folder: Path, language: str, width: int) -> dict[s
                     measure(page, language, visited)
                 if width == AXE_WIDTH:  # after the measures: axe adds its script to the page
                     page.evaluate(axe_source())
-                    visited.axe = page.evaluate(AXE_VIOLATIONS)
+                    visited.axe = page.evaluate(AXE_ALL_BUT_CONTRAST)
+                    styles = page.evaluate(MARK_NEW_TEXT_STYLES, sorted(contrast_styles))
+                    contrast_styles.update(styles)
+                    if styles:
+                        visited.axe += page.evaluate(AXE_CONTRAST_OF_MARKED)
         finally:
             page.context.close()
     _SWEEPS[key] = found
@@ -312,6 +317,43 @@ def survey(browser, site: str, folder: Path, language: str, width: int) -> dict[
 # the book's pages; the violations are the same.
 AXE_VIOLATIONS = ("axe.run(document, {resultTypes: ['violations']})"
                   ".then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
+
+
+# The sweep runs axe's color-contrast rule, nine tenths of its time on the book's pages, once
+# per text style rather than on every text element of every page: what it decides depends
+# on the text's colour, size, weight and shadow and on the backgrounds, opacities and filters
+# of the boxes behind it, which the style below holds (up to the first opaque background).
+# Each page marks its visible text elements of a style no earlier page of the sweep showed
+# (data-book-contrast) and axe checks those; every other rule runs on the whole page.
+AXE_ALL_BUT_CONTRAST = ("axe.run(document, {resultTypes: ['violations'], rules: {'color-contrast': {enabled: false}}})"
+                        ".then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
+AXE_CONTRAST_OF_MARKED = ("axe.run({include: [['[data-book-contrast]']]}, {resultTypes: ['violations'], "
+                          "runOnly: {type: 'rule', values: ['color-contrast']}})"
+                          ".then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
+MARK_NEW_TEXT_STYLES = """seen => {
+  const known = new Set(seen), fresh = [], behind = new Map();
+  const backdrop = el => {  // the boxes behind el's text, up to the first opaque background
+    if (!el) return '';
+    if (!behind.has(el)) {
+      const s = getComputedStyle(el);
+      const opaque = s.backgroundColor.startsWith('rgb(') && s.backgroundImage === 'none';
+      behind.set(el, [s.backgroundColor, s.backgroundImage, s.opacity, s.filter, s.mixBlendMode].join('|')
+                     + (opaque ? '' : '>' + backdrop(el.parentElement)));
+    }
+    return behind.get(el);
+  };
+  for (const el of document.body.querySelectorAll('*')) {
+    if (![...el.childNodes].some(n => n.nodeType === Node.TEXT_NODE && n.textContent.trim())) continue;
+    if (!el.getClientRects().length) continue;
+    const s = getComputedStyle(el);
+    const style = [s.color, s.fontSize, s.fontWeight, s.textShadow, backdrop(el)].join('#');
+    if (known.has(style)) continue;
+    known.add(style);
+    fresh.push(style);
+    el.setAttribute('data-book-contrast', '');
+  }
+  return fresh;
+}"""
 
 
 @functools.cache

@@ -11,7 +11,16 @@ from urllib.parse import urlencode
 import pytest
 from books import SCREENSHOTS
 from browsing import visit
-from sweep import AXE_VIOLATIONS, AXE_WIDTH, SWEPT, axe_source, first_loads, sweep
+from sweep import (
+    AXE_CONTRAST_OF_MARKED,
+    AXE_VIOLATIONS,
+    AXE_WIDTH,
+    MARK_NEW_TEXT_STYLES,
+    SWEPT,
+    axe_source,
+    first_loads,
+    sweep,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -121,6 +130,27 @@ def test_no_serious_accessibility_violations(book, browser, site, language):
     assert "search.html" in swept and len(swept) >= 29
     serious = [(name, *v) for name, visited in swept.items() for v in visited.axe if v[1] in ("serious", "critical")]
     assert serious == []
+
+
+@pytest.mark.fixture
+def test_the_sweeps_contrast_check_finds_faint_text_in_a_style_no_page_had(browser):
+    # The sweep checks contrast once per text style (sweep.py): a style first seen on a page
+    # is checked there, and a page with only styles seen before is not checked again.
+    page = browser.new_page()
+    body = ("<main><h1>Title</h1><p style='color:#222'>Readable text</p><p style='color:#bbb'>Faint text</p>"
+            "<p style='color:#222'>Readable <code style='color:#bbb'>faint code</code> again</p></main>")
+    page.set_content(body)
+    page.evaluate(axe_source())
+    styles = page.evaluate(MARK_NEW_TEXT_STYLES, [])
+    assert len(styles) == 4  # the heading, the two paragraphs' colours, the code
+    assert page.evaluate(AXE_CONTRAST_OF_MARKED) == [["color-contrast", "serious", 2]]
+    page.set_content(body)
+    assert page.evaluate(MARK_NEW_TEXT_STYLES, styles) == []
+    page.set_content(body.replace("#bbb", "#aaa"))
+    page.evaluate(axe_source())
+    assert len(page.evaluate(MARK_NEW_TEXT_STYLES, styles)) == 2
+    assert page.evaluate(AXE_CONTRAST_OF_MARKED) == [["color-contrast", "serious", 2]]
+    page.context.close()
 
 
 @SWEPT

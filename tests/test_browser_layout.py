@@ -389,8 +389,8 @@ def test_english_lines_keep_a_readable_measure(browser, site, book, width):
 def test_back_to_top_covers_no_text(browser, site, width):
     """The theme shows its "back to top" button while the reader scrolls up: a pill at the
     bottom of the screen, over the paragraph being read (at 375 and 900 px). It is a tap
-    target of 44 by 44 px or more inside the top bar, over none of the bar's other controls;
-    from 1200 px the book theme never shows it."""
+    target of 44 by 44 px or more inside the top bar, over none of the bar's other controls,
+    its arrow centred and legible (3:1); from 1200 px the book theme never shows it."""
     context = browser.new_context(base_url=site, viewport={"width": width, "height": 800})
     page = context.new_page()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -404,19 +404,30 @@ def test_back_to_top_covers_no_text(browser, site, width):
             assert page.evaluate("getComputedStyle(document.getElementById('pst-back-to-top')).display") == "none"
             continue
         page.wait_for_function("getComputedStyle(document.getElementById('pst-back-to-top')).display !== 'none'")
-        found = page.evaluate("""() => {
+        found = page.evaluate(r"""() => {
           const button = document.getElementById('pst-back-to-top');
           const box = button.getBoundingClientRect(), bar = document.querySelector('.bd-header-article').getBoundingClientRect();
           const covered = [...document.querySelectorAll('.bd-header-article :is(a[href], button, .btn)')]
             .filter(el => el.getClientRects().length).map(el => [el, el.getBoundingClientRect()])
             .filter(([, r]) => r.left < box.right && r.right > box.left && r.top < box.bottom && r.bottom > box.top)
             .map(([el]) => el.getAttribute('aria-label') || el.textContent.trim());
+          // The arrow: centred in the circle, and 3:1 against it (WCAG 1.4.11, an icon).
+          const arrow = button.querySelector('.fa-arrow-up').getBoundingClientRect();
+          const luminance = css => {
+            const [r, g, b] = css.match(/[\d.]+/g).slice(0, 3).map(v => +v / 255)
+              .map(c => c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+            return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+          };
+          const [fg, bg] = [luminance(getComputedStyle(button).color), luminance(getComputedStyle(button).backgroundColor)];
           return {width: box.width, height: box.height, covered,
+                  arrowOffCentre: Math.abs((arrow.top + arrow.bottom) / 2 - (box.top + box.bottom) / 2),
+                  contrast: (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05),
                   inBar: box.top >= bar.top && box.bottom <= bar.bottom && box.left >= bar.left && box.right <= bar.right,
                   name: button.textContent.trim()};
         }""")
         page.screenshot(path=str(SCREENSHOTS / f"layout-{language}-back-to-top-{width}.png"))
         assert found["width"] >= 44 and found["height"] >= 44 and found["inBar"], (language, found)
         assert found["covered"] == [], (language, found)
+        assert found["arrowOffCentre"] <= 2 and found["contrast"] >= 3, (language, found)
         assert found["name"], language  # its words still name it
     context.close()

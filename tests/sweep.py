@@ -315,30 +315,36 @@ def survey(browser, site: str, folder: Path, language: str, width: int) -> dict[
 # axe's violations, each [id, impact, number of nodes]. resultTypes: the other kinds of result
 # (passes, incomplete) are not collected in full, which takes about a third of axe's time on
 # the book's pages; the violations are the same.
-AXE_VIOLATIONS = ("axe.run(document, {resultTypes: ['violations']})"
-                  ".then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
+AS_ROWS = ".then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))"
+AXE_VIOLATIONS = "axe.run(document, {resultTypes: ['violations']})" + AS_ROWS
 
 
 # The sweep runs axe's color-contrast rule, nine tenths of its time on the book's pages, once
 # per text style rather than on every text element of every page: what it decides depends
 # on the text's colour, size, weight and shadow and on the backgrounds, opacities and filters
-# of the boxes behind it, which the style below holds (up to the first opaque background).
+# of the boxes behind it, which the style below holds (backgrounds up to the first opaque one,
+# opacities and filters up to the root).
 # Each page marks its visible text elements of a style no earlier page of the sweep showed
 # (data-book-contrast) and axe checks those; every other rule runs on the whole page.
-AXE_ALL_BUT_CONTRAST = ("axe.run(document, {resultTypes: ['violations'], rules: {'color-contrast': {enabled: false}}})"
-                        ".then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
+AXE_ALL_BUT_CONTRAST = "axe.run(document, {resultTypes: ['violations'], rules: {'color-contrast': {enabled: false}}})" + AS_ROWS
 AXE_CONTRAST_OF_MARKED = ("axe.run({include: [['[data-book-contrast]']]}, {resultTypes: ['violations'], "
-                          "runOnly: {type: 'rule', values: ['color-contrast']}})"
-                          ".then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))")
+                          "runOnly: {type: 'rule', values: ['color-contrast']}})" + AS_ROWS)
 MARK_NEW_TEXT_STYLES = """seen => {
-  const known = new Set(seen), fresh = [], behind = new Map();
-  const backdrop = el => {  // the boxes behind el's text, up to the first opaque background
+  const known = new Set(seen), fresh = [], behind = new Map(), faded = new Map();
+  const fades = el => {  // opacity and filters apply through every box up to the root
+    if (!el) return '';
+    if (!faded.has(el)) {
+      const s = getComputedStyle(el);
+      faded.set(el, [s.opacity, s.filter, s.mixBlendMode].join('|') + '>' + fades(el.parentElement));
+    }
+    return faded.get(el);
+  };
+  const backdrop = el => {  // the backgrounds behind el's text, up to the first opaque one
     if (!el) return '';
     if (!behind.has(el)) {
       const s = getComputedStyle(el);
       const opaque = s.backgroundColor.startsWith('rgb(') && s.backgroundImage === 'none';
-      behind.set(el, [s.backgroundColor, s.backgroundImage, s.opacity, s.filter, s.mixBlendMode].join('|')
-                     + (opaque ? '' : '>' + backdrop(el.parentElement)));
+      behind.set(el, [s.backgroundColor, s.backgroundImage].join('|') + (opaque ? '' : '>' + backdrop(el.parentElement)));
     }
     return behind.get(el);
   };
@@ -346,7 +352,7 @@ MARK_NEW_TEXT_STYLES = """seen => {
     if (![...el.childNodes].some(n => n.nodeType === Node.TEXT_NODE && n.textContent.trim())) continue;
     if (!el.getClientRects().length) continue;
     const s = getComputedStyle(el);
-    const style = [s.color, s.fontSize, s.fontWeight, s.textShadow, backdrop(el)].join('#');
+    const style = [s.color, s.fontSize, s.fontWeight, s.textShadow, backdrop(el), fades(el)].join('#');
     if (known.has(style)) continue;
     known.add(style);
     fresh.push(style);

@@ -229,6 +229,19 @@ def test_sigterm_stops_sphinx_and_its_kernel_then_says_so_in_one_line(tmp_path):
         end(left)
 
 
+def test_a_cell_that_ends_the_process_executing_it_is_named_in_one_line(build_fixture):
+    # Attack case 10: the cell signals its kernel's parent, the Sphinx process reading the
+    # page; Sphinx died with its own crash report, which names no page.
+    build = build_fixture("reader_killed", "html", "--language", "en")
+    assert build.returncode == 1, build.output
+    assert "[en] html FAILED" in build.output
+    named = [line for line in build.output.splitlines() if "Sphinx ended while" in line]
+    assert len(named) == 1, build.output
+    assert re.fullmatch(r"error: \[en\] \S*reader_killed/docs/en/index\.md:15: Sphinx ended while code cell 2 "
+                        r"of this page ran: .*", named[0]), named[0]
+    assert not (build.site() / "en").exists()
+
+
 # --- what a review found after the first round (issue 21) ----------------------------------
 
 def test_a_doctest_build_between_two_html_builds_does_not_make_a_failure_pass(pages, fixture_cache):

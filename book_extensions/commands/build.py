@@ -79,7 +79,7 @@ from pathlib import Path
 from ..configuration import settings
 from ..configuration.settings import Language, book_languages
 from ..configuration.site_inputs import digest_of
-from ..execution import processes
+from ..execution import processes, running_cells
 from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache, unwritable_cache
 from ..myst_source import not_utf8
 from ..paths import PACKAGE, add_folder_options, shown
@@ -473,6 +473,8 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
     status = "ok" if returncode == 0 else f"FAILED (exit {returncode})"
     print(f"[{code}] {args.builder} {status} in {time.perf_counter() - started:.1f} s{why}", flush=True)
     if returncode:
+        for line in running_cells.left_running(doctrees, lambda page: shown(page, Path.cwd())):
+            print(f"error: [{code}] {line}", file=sys.stderr, flush=True)
         return "failed", None
     if args.builder != "html":
         # Another builder reads the same pages into the same doctrees, but resolves no

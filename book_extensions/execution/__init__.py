@@ -7,6 +7,8 @@
   empty working folder, the sources watched), or takes its outputs from the cache;
 - :mod:`.processes`: the processes a build and its pages start, kept as descendants (Linux's
   subreaper) and stopped when left behind; the build driver's too;
+- :mod:`.running_cells`: the page and cell each Sphinx process is executing, noted so that the
+  build driver names them when a cell ends the process that runs it;
 - :mod:`.cache_key`: which execution cache a build uses, whether it can be read, and whether
   the pages' kernel runs the toolchain's Python and torch (no Sphinx: the build driver asks);
 - :mod:`.kernel_inputs`: what a page's outputs depend on, each input neutralised (the kernel

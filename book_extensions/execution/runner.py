@@ -67,7 +67,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import ValidationError
 from traitlets import Integer, default
 
-from . import kernel_inputs
+from . import kernel_inputs, running_cells
 from .cache_key import CACHE_LOCK
 from .cell_checks import cell_line, output_size, too_much_output
 from .code_comments import code_of
@@ -345,6 +345,8 @@ class PageRunner:
     sources_root: Path = Path(".")
     unwatched: list[Path] = field(default_factory=list)
     writes_log: Path | None = None
+    # The build's doctrees, where this process notes the cell it runs (running_cells); None: nowhere.
+    doctrees: Path | None = None
     output_limit: int | None = None
     executed_notebooks: dict[str, object] = field(default_factory=dict, repr=False)
     # The execution record (PageClient.exec_metadata) of each page read in this process.
@@ -362,8 +364,9 @@ class PageRunner:
         kernels note what they write in ``log``; a cell may show ``limit`` characters."""
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_bytes(b"")  # an earlier build's writes are not this one's
+        running_cells.forget_all(log.parent)
         return cls(watched_sources=sorted({repository(confdir), repository(docs)}), sources_root=confdir,
-                   unwatched=build_folders, writes_log=log, output_limit=limit,
+                   unwatched=build_folders, writes_log=log, doctrees=log.parent, output_limit=limit,
                    kernel_environment=kernel_environment)
 
     def source_state(self) -> dict[str, tuple[int, int]]:
@@ -402,8 +405,10 @@ class PageRunner:
             (mine if page == page_id else others).add(path)
         return others - mine
 
-    def execute(self, notebook, timeout: int | None) -> Execution:
+    def execute(self, notebook, timeout: int | None, page: str = "") -> Execution:
         """Run every cell, errors included, in an empty scratch folder; the notebook gets the outputs.
+
+        While a cell runs, the build's doctrees note it (:mod:`.running_cells`), naming ``page``.
 
         A page must not change the watched files, and must wait for the processes it starts:
         those still running when it ends are stopped and reported.
@@ -417,6 +422,9 @@ class PageRunner:
         def on_cell_start(cell, cell_index: int) -> None:
             if cell.cell_type == "code":  # nbclient calls this for Markdown cells too
                 running["cell"] = cell_index
+                if self.doctrees is not None:
+                    number = sum(c.cell_type == "code" for c in notebook.cells[: cell_index + 1])
+                    running_cells.note(self.doctrees, page, number, cell_line(notebook, cell_index))
 
         def on_cell_executed(cell, cell_index: int, execute_reply) -> None:
             processes.cell_ended(cell_index)
@@ -463,7 +471,11 @@ class PageRunner:
         if client.stopped_by is not None:
             # Ctrl-C or SIGTERM killed the kernel (CheckedClient.stop): however the page
             # ended, it did not fail; the build stops.
+            # A signal that reached this process but not the build driver came from a cell:
+            # the note of the running cell stays for the driver to name (running_cells).
             raise KeyboardInterrupt
+        if self.doctrees is not None:
+            running_cells.done(self.doctrees)
         result.seconds = time.perf_counter() - started
         result.cell = running.get("cell") if result.error else None
         self.judge(result, notebook, client.refusal(), left)
@@ -705,7 +717,7 @@ class PageClient(NotebookClientBase):
             return
         if self.path is None:
             raise ValueError("a page must be a file to be executed through the cache")
-        result = self.runner.execute(self.notebook, self.nb_config.execution_timeout)
+        result = self.runner.execute(self.notebook, self.nb_config.execution_timeout, page=str(self.path))
         # The failing cell as the page's warning names it: its number among the code cells, its line.
         failed = result.cell is not None and result.cell < len(self.notebook.cells)
         if result.error is None:

@@ -200,8 +200,15 @@ SURVEY = """language => {
         if (below.length) {
           const n = Math.min(10, line.length);  // the width of a character: of the first ten
           range.setEnd(...at(start + n));
-          outputHangs.push({line: line.slice(0, 60), hang: Math.min(...below.map(r => r.left)) - rects[0].left,
-                            ch: range.getBoundingClientRect().width / n});
+          const ch = range.getBoundingClientRect().width / n;
+          // Where the line's text starts, after its indentation: a continuation that does
+          // not start right of it reads as an entry of its own, or as a nested one.
+          const indent = line.length - line.trimStart().length;
+          const first = document.createRange();
+          first.setStart(...at(start + indent));
+          const [textNode, textOffset] = at(start + indent);
+          first.setEnd(textNode, textOffset + 1);
+          outputHangs.push({line: line.slice(0, 60), indent, hang: Math.min(...below.map(r => r.left)) - tops(first)[0].left, ch});
         }
       }
       start += line.length + 1;

@@ -54,3 +54,32 @@ def test_source_code_a_page_shows_gets_no_break_marks_but_printed_text_does():
     assert not printed(nodes.literal_block("x = a.detach()", "x = a.detach()", language="python"))
     assert printed(nodes.literal_block("tensor([1.])", "tensor([1.])", classes=["output", "stream"]))
     assert printed(nodes.doctest_block(">>> a", ">>> a"))
+
+
+@pytest.mark.unit
+def test_an_indented_printed_line_is_marked_so_that_its_continuation_hangs_right_of_its_text():
+    from book_extensions.site.readable_layout import hang_indented
+
+    block = ('<div class="highlight"><pre><span></span>setup:\n'
+             '  same weights: <wbr>True\n'
+             '    rounded <span class="book-nobr">6.1e-05</span>\n'
+             '  <span class="ansi-red">coloured</span>\n'
+             '  half <span class="ansi-red">coloured</span>\n'
+             '  <span class="n">a_long<wbr>_name</span>\n'
+             '  <span class="ansi-red">over\ntwo lines</span>\n'
+             '   \n'
+             '             deeper than nesting: columns\n'
+             '  last</pre></div>')
+    assert hang_indented(block) == (
+        '<div class="highlight"><pre><span></span>setup:\n'
+        '  <span class="book-indented" style="--book-indent: 2">same weights: <wbr>True</span>\n'
+        '    <span class="book-indented" style="--book-indent: 4">rounded <span class="book-nobr">6.1e-05</span></span>\n'
+        '  <span class="book-indented" style="--book-indent: 2"><span class="ansi-red">coloured</span></span>\n'
+        '  <span class="book-indented" style="--book-indent: 2">half <span class="ansi-red">coloured</span></span>\n'
+        '  <span class="book-indented" style="--book-indent: 2"><span class="n">a_long<wbr>_name</span></span>\n'
+        # an element that goes on past the line: the line is left as it is
+        '  <span class="ansi-red">over\n'
+        'two lines</span>\n'
+        '   \n'
+        '             deeper than nesting: columns\n'
+        '  <span class="book-indented" style="--book-indent: 2">last</span></pre></div>')

@@ -15,6 +15,8 @@ compared), a few small marks:
   release's output in a "≠" fold) gets the same kind of opportunities in its long
   tokens, also after ``,``, ``=`` and an opening bracket, so that on a phone it wraps
   between tokens and never inside an identifier, a number or a piece of a URL;
+- an indented printed line's text is wrapped in ``span.book-indented``, so that where it
+  wraps its continuation hangs right of the line's own text (not at a nested entry's place);
 - outputs that print an error or a warning are marked ``book-message``, so that they
   wrap on every screen (other printouts, tensors among them, keep their lines and
   their column alignment where the screen is wide enough); a warning written to
@@ -170,8 +172,28 @@ def visit_printed_text(self, node: printed_text) -> None:
 
 def depart_printed_text(self, node: printed_text) -> None:
     start = node.attributes.pop("book_start")
-    self.body[start:] = [break_printed("".join(self.body[start:]),
-                                       "<wbr/>" if self.builder.name == "epub" else "<wbr>")]
+    self.body[start:] = [hang_indented(break_printed("".join(self.body[start:]),
+                                                     "<wbr/>" if self.builder.name == "epub" else "<wbr>"))]
+
+
+# A printed line that starts with spaces, then text, break opportunities and elements that
+# open and close within the line (the highlighter's tokens, an exponent number kept whole,
+# a release's changed words), up to the end of its line or of the block's <pre> (an element
+# opened on an earlier line may close there).
+TEXT_PIECE = r'(?:[^<\n]|<wbr/?>|<(?P<tag>span|mark|ins|del)\b[^>\n]*>(?:[^<\n]|<wbr/?>)*</(?P=tag)>)'
+# Deeper than this, spaces align columns (a table printed by a cell) rather than nest entries,
+# and a phone's line has no room right of them: such a line wraps as it did.
+DEEPEST_NESTING = 12
+INDENTED = re.compile(rf"^( {{1,{DEEPEST_NESTING}}})((?! ){TEXT_PIECE}+)(?=(?:</(?:span|mark|ins|del)>)*(?:\n|</pre>))",
+                      re.MULTILINE)
+
+
+def hang_indented(markup: str) -> str:
+    """Each indented printed line's text in ``span.book-indented``, its indentation in
+    ``--book-indent``: where outputs wrap (book.css), the line's continuation then hangs right
+    of its own text, so that a wrapped entry of a nested list does not read as the next one."""
+    return INDENTED.sub(lambda m: f'{m[1]}<span class="book-indented" style="--book-indent: {len(m[1])}">'
+                                  f"{m[2]}</span>", markup)
 
 
 def ancestors(node: nodes.Node):

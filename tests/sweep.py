@@ -249,8 +249,28 @@ SURVEY = """language => {
     const lines = Math.round(p.getBoundingClientRect().height / parseFloat(getComputedStyle(p).lineHeight));
     return lines >= 3 ? [p.textContent.replace(/\\s+/g, ' ').trim().length / lines] : [];
   });
+  // Orphans: a paragraph or list item of two lines or more whose last line holds less
+  // than two ems of text (a word, or a Chinese character and its full stop, left alone).
+  const orphans = [...document.querySelectorAll('.bd-article section > p, .bd-article section li > p')].flatMap(p => {
+    if (!visible(p)) return [];
+    const range = document.createRange();
+    range.selectNodeContents(p);
+    // Rows of boxes: a box that starts below the current row's middle starts a new row
+    // (inline code's boxes are taller than the text's, and start higher).
+    const rows = [];
+    for (const r of tops(range).sort((a, b) => a.top - b.top)) {
+      const row = rows[rows.length - 1];
+      if (row === undefined || r.top > (row.top + row.bottom) / 2) rows.push({top: r.top, bottom: r.bottom, left: r.left, right: r.right});
+      else Object.assign(row, {bottom: Math.max(row.bottom, r.bottom), left: Math.min(row.left, r.left),
+                               right: Math.max(row.right, r.right)});
+    }
+    if (rows.length < 2) return [];
+    const last = rows[rows.length - 1];
+    const em = parseFloat(getComputedStyle(p).fontSize);
+    return last.right - last.left < 2 * em ? [p.textContent.replace(/\\s+/g, ' ').trim().slice(-30)] : [];
+  });
   return {tables, scrolling, brokenTokens, printed: printed.length, hangs, lineStarts,
-          outputHangs, headings, controls, copyButtons, perLine};
+          outputHangs, headings, controls, copyButtons, perLine, orphans};
 }"""
 
 

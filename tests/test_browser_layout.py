@@ -391,6 +391,16 @@ def test_english_lines_keep_a_readable_measure(browser, site, book, width):
     assert {name: m for name, m in medians.items() if not 60 <= m <= 82} == {}
 
 
+@SWEPT
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_no_paragraph_ends_with_a_word_alone_on_a_phone(browser, site, book, language):
+    """At 375 px no paragraph's last line holds a lone word, or a lone Chinese character and
+    its full stop ("点。"), under a full line."""
+    found = survey(browser, site, book.site(), language, 375)
+    orphans = [(name, tail) for name, page in found.items() for tail in page["orphans"]]
+    assert orphans == [], "\n".join(map(str, orphans))
+
+
 @pytest.mark.parametrize("width", [375, 900, 1280])
 def test_back_to_top_covers_no_text(browser, site, width):
     """The theme shows its "back to top" button while the reader scrolls up: a pill at the

@@ -78,6 +78,7 @@ ATLAS_MESSAGES = [
     "would mutate a captured Tensor",
     "Function 'SqrtBackward0' returned nan values in its 0th output",
     "Expected to mark a variable ready only once",
+    "Missing key in checkpoint state_dict",
 ]
 
 

@@ -280,3 +280,81 @@ def test_fsdp_checkpoint_wrapper_reports_what_the_book_says(run_example):
             "in the step: block calls 4, all-gathers 5, on each rank",
             "names of named_parameters() changed: True", wrapped, *same],
     }
+
+
+def test_fsdp_param_groups_reports_what_the_book_says(run_example):
+    report, setups = setups_of(run_example, "fsdp_param_groups.py")
+    assert report.startswith("one process: parameters 6, ndim [2, 1, 1, 1, 2, 1]\n")
+    flat = "after wrapping: parameters 1, ndim [1]; the same objects: False"
+    orig = "after wrapping: parameters 6, ndim [1, 1, 1, 1, 1, 1]; the same objects: True"
+    right = "tensors in the decay group: 2, in the no-decay group: 4"
+    assert setups == {
+        "one process: parameters 6, ndim [2, 1, 1, 1, 2, 1]": [],
+        # an optimizer over the tensors from before FSDP1's flat wrapping trains nothing, silently
+        "FSDP1, optimizer built before wrapping": [flat, right, "after 3 steps: moved False, as one process False"],
+        # after it, there is one flat tensor per unit: no per-parameter groups, whichever rule
+        "FSDP1, groups by shape after wrapping": [flat, "tensors in the decay group: 0, in the no-decay group: 1",
+                                                  "after 3 steps: moved True, as one process False"],
+        "FSDP1, groups by name before wrapping": [flat, "tensors in the decay group: 1, in the no-decay group: 0",
+                                                  "after 3 steps: moved True, as one process False"],
+        # use_orig_params=True keeps the objects, as 1-D slices: the shape rule fails after wrapping
+        "FSDP1, use_orig_params=True, groups by shape after wrapping": [
+            orig, "tensors in the decay group: 0, in the no-decay group: 6",
+            "after 3 steps: moved True, as one process False"],
+        "FSDP1, use_orig_params=True, groups by name before wrapping": [
+            orig, right, "after 3 steps: moved True, as one process True"],
+        # DTensors keep their dimensions
+        "FSDP2, groups by shape after fully_shard": [
+            "after wrapping: parameters 6, ndim [2, 1, 1, 1, 2, 1]; the same objects: False", right,
+            "after 3 steps: moved True, as one process True"],
+    }
+
+
+def test_fsdp_clip_reports_what_the_book_says(run_example):
+    report, setups = setups_of(run_example, "fsdp_clip.py")
+    first = report.splitlines()[0]
+    assert first == "one process, unsharded: total norm 0.1701; max_norm 0.1 scales the gradients by 0.5880"
+    frozen = "frozen parameters without a grad on both ranks: True"
+    right = ["returns a Tensor: 0.1701 on rank 0, 0.1701 on rank 1",
+             "scales the gradients by 0.5880 on rank 0, 0.5880 on rank 1", frozen,
+             "weights after the step as one process: True"]
+    # FSDP1's parameters are this rank's slices: each rank clips by the norm of its own, silently
+    local = ["returns a Tensor: 0.0119 on rank 0, 0.1697 on rank 1",
+             "scales the gradients by 1.0000 on rank 0, 0.5894 on rank 1", frozen,
+             "weights after the step as one process: False"]
+    assert setups == {
+        first: [],
+        "FSDP1, nn.utils.clip_grad_norm_": local,
+        "FSDP1, model.clip_grad_norm_": right,
+        "FSDP1, use_orig_params=True, nn.utils.clip_grad_norm_": local,
+        # FSDP2's norm is over every shard, and comes back as a DTensor
+        "FSDP2, nn.utils.clip_grad_norm_": [right[0].replace("a Tensor", "a DTensor"), *right[1:]],
+    }
+
+
+def test_fsdp_mixed_precision_reports_what_the_book_says(run_example):
+    _, setups = setups_of(run_example, "fsdp_mixed_precision.py")
+    head = "head: input bfloat16, weights bfloat16; shards float32; grad float32 on both ranks"
+    # computed in bfloat16, shards kept as stored, the frozen body without a gradient
+    assert setups["param_dtype=bfloat16, reduce_dtype=float32, body a unit of its own"] == [
+        "output: bfloat16", "body: input bfloat16, weights bfloat16; shards float32; grad None on both ranks", head]
+    # a bfloat16 frozen body may share a unit with the float32 head: only trainable dtypes must agree
+    assert setups["the same, body stored in bfloat16, one unit with the head"] == [
+        "output: bfloat16", "body: input bfloat16, weights bfloat16; shards bfloat16; grad None on both ranks", head]
+    end = "sharded grad at the end: float32"
+    distance = "relative distance from the reference: "
+    # with the sync off, gradients wait, full, in reduce_dtype; None follows the parameter's dtype
+    assert setups["param_dtype=bfloat16, reduce_dtype=float32 (the reference)"] == [
+        "kept between micro-batches: full float32", end]
+    bf16 = setups["param_dtype=bfloat16, reduce_dtype=bfloat16"]
+    assert bf16[:2] == ["kept between micro-batches: full bfloat16", end]
+    assert setups["param_dtype=bfloat16, reduce_dtype=None"] == [
+        "kept between micro-batches: full float32", end, distance + "0.0000"]
+    every = setups["param_dtype=bfloat16, reduce_dtype=bfloat16, sync every micro-batch"]
+    assert every[:2] == ["kept between micro-batches: sharded float32", end]
+    fp32 = setups["no policy, all in float32"]
+    assert fp32[:2] == ["kept between micro-batches: full float32", end]
+    # accumulating in bfloat16 rounds once per micro-batch: several times the cost of a bfloat16
+    # reduce per micro-batch, less than computing in bfloat16 at all
+    accumulated, reduced, computed = (float(rows[2].removeprefix(distance)) for rows in (bf16, every, fp32))
+    assert 3 * reduced < accumulated < computed

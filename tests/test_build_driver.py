@@ -45,7 +45,7 @@ def site_files(site: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def pages(tmp_path, fixture_cache):
+def fresh_pages(tmp_path, fixture_cache):
     """A copy of the driver_pages book, and a function that builds its English pages."""
     docs = tmp_path / "docs"
     shutil.copytree(FIXTURES / "driver_pages" / "docs", docs)
@@ -55,10 +55,35 @@ def pages(tmp_path, fixture_cache):
     return docs, build
 
 
+@pytest.fixture(scope="session")
+def built_pages(tmp_path_factory, fixture_cache):
+    """The driver_pages book's English pages built once per worker, in the folder where each
+    test of :func:`pages` then works, and a copy of that folder as the build left it."""
+    place, saved = tmp_path_factory.mktemp("pages"), tmp_path_factory.mktemp("pages-built")
+    shutil.copytree(FIXTURES / "driver_pages" / "docs", place / "docs")
+    first = build_book(place / "docs", place, "html", "--language", "en", cache=fixture_cache)
+    assert first.returncode == 0, first.output
+    shutil.copytree(place, saved, symlinks=True, dirs_exist_ok=True)
+    return place, saved, first
+
+
+@pytest.fixture
+def pages(built_pages, fixture_cache):
+    """The driver_pages book just after its first good build (:func:`built_pages`, put back
+    in the same folder with the same times: Sphinx keeps absolute paths), a function that
+    builds its English pages again, and that first build."""
+    place, saved, first = built_pages
+    shutil.rmtree(place)
+    shutil.copytree(saved, place, symlinks=True)
+    docs = place / "docs"
+
+    def build(tz: str | None = None):
+        return build_book(docs, place, "html", "--language", "en", cache=fixture_cache, tz=tz)
+    return docs, build, first
+
+
 def test_a_failed_build_leaves_the_published_site_as_it_was(pages):
-    docs, build = pages
-    good = build()
-    assert good.returncode == 0, good.output
+    docs, build, good = pages
     before = site_files(good.site())
     assert "en/second.html" in before
     second = docs / "en" / "second.md"
@@ -70,9 +95,7 @@ def test_a_failed_build_leaves_the_published_site_as_it_was(pages):
 
 
 def test_a_removed_page_leaves_the_site_with_its_notebook(pages):
-    docs, build = pages
-    first = build()
-    assert first.returncode == 0, first.output
+    docs, build, first = pages
     site = first.site() / "en"
     assert (site / "old.html").is_file() and (site / "_notebooks" / "old.ipynb").is_file()
     (docs / "en" / "old.md").unlink()
@@ -91,9 +114,7 @@ def read_pages(build, language: str = "en") -> list[str]:
 
 
 def test_a_rebuild_with_nothing_changed_does_not_start_sphinx(pages):
-    docs, build = pages
-    first = build()
-    assert first.returncode == 0, first.output
+    docs, build, first = pages
     assert read_pages(first) == ["index", "old", "second"]
     before = site_files(first.site())
     again = build()
@@ -245,7 +266,7 @@ def test_a_cell_that_ends_the_process_executing_it_is_named_in_one_line(build_fi
 # --- what a review found after the first round (issue 21) ----------------------------------
 
 def test_a_doctest_build_between_two_html_builds_does_not_make_a_failure_pass(pages, fixture_cache):
-    docs, build = pages
+    docs, build, _ = pages
     second = docs / "en" / "second.md"
     second.write_text(second.read_text(encoding="utf8") + "\nSee {ref}`no-such-label`.\n", encoding="utf8")
     assert build().returncode == 1
@@ -258,9 +279,8 @@ def test_a_doctest_build_between_two_html_builds_does_not_make_a_failure_pass(pa
 
 
 def test_a_page_restored_with_its_older_time_is_built_again(pages):
-    docs, build = pages
+    docs, build, _ = pages
     second = docs / "en" / "second.md"
-    assert build().returncode == 0
     original, stat = second.read_bytes(), second.stat()
     second.write_text(second.read_text(encoding="utf8") + "\nA sentence to take back.\n", encoding="utf8")
     edited = build()
@@ -273,8 +293,7 @@ def test_a_page_restored_with_its_older_time_is_built_again(pages):
 
 
 def test_a_file_deleted_from_the_published_site_is_published_again(pages):
-    docs, build = pages
-    first = build()
+    docs, build, first = pages
     page = first.site() / "en" / "second.html"
     page.unlink()
     again = build()
@@ -291,9 +310,7 @@ def test_a_file_deleted_from_the_published_site_is_published_again(pages):
 
 @pytest.mark.parametrize("damage", ["the site is a file", "the note is a list", "the note is a folder"])
 def test_damaged_build_folders_are_built_over(pages, damage):
-    docs, build = pages
-    first = build()
-    assert first.returncode == 0, first.output
+    docs, build, first = pages
     note = first.out / "cpu" / "doctrees" / "en" / last_build.NOTE
     if damage == "the site is a file":
         shutil.rmtree(first.site())
@@ -364,11 +381,11 @@ def test_pages_computed_from_every_page_are_read_again_only_when_code_changed(tm
 
 # --- sources compared by content (issue 31) ---------------------------------------------------
 
-def test_an_edit_dated_between_the_last_snapshot_and_the_read_is_built(pages):
+def test_an_edit_dated_between_the_last_snapshot_and_the_read_is_built(fresh_pages):
     """Sphinx stamps a page with the time it finished reading it; an edit dated before that
     stamp but after the page's own time (a clock step, `rsync -a` or `cp -p` of a copy saved
     during a build) was never read again, and every later build said "unchanged"."""
-    docs, build = pages
+    docs, build = fresh_pages
     second = docs / "en" / "second.md"
     hour_ago = time.time_ns() - 3600 * 10**9
     os.utime(second, ns=(hour_ago, hour_ago))
@@ -476,9 +493,7 @@ def test_a_file_a_page_includes_or_loads_from_anywhere_is_followed(tmp_path, fix
 
 def test_a_published_file_edited_in_place_is_published_again(pages):
     # Issue 31: the no-change check compared the published files' sizes only.
-    docs, build = pages
-    first = build()
-    assert first.returncode == 0, first.output
+    docs, build, first = pages
     page = first.site() / "en" / "second.html"
     html = page.read_text(encoding="utf8")
     title = re.search(r"<h1>(\w)", html).group(1)

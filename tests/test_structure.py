@@ -213,3 +213,26 @@ def test_the_workers_take_the_groups_in_the_order_collected():
     addopts = shlex.split(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf8"))["tool"]["pytest"]["ini_options"]["addopts"])
     assert "--dist loadgroup" in " ".join(addopts)
     assert "--no-loadscope-reorder" in addopts
+
+
+def files_importing_a_test_file(folder: Path) -> list[str]:
+    """``file: module`` for each import of one test file by another in ``folder``: shared
+    helpers live in helper modules (books.py, browsing.py, sweep.py...), never in a test file."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}: {name}" for name in names if name.split(".")[0].startswith("test_")]
+    return found
+
+
+def test_no_test_file_imports_another():
+    assert files_importing_a_test_file(ROOT / "tests") == []
+
+
+def test_the_check_sees_a_test_file_importing_another(tmp_path):
+    (tmp_path / "test_a.py").write_text("def helper():\n    return 1\n")
+    (tmp_path / "test_b.py").write_text("from test_a import helper\nimport books\n")
+    (tmp_path / "test_c.py").write_text("def f():\n    import test_a.x\n")
+    assert files_importing_a_test_file(tmp_path) == ["test_b.py: test_a", "test_c.py: test_a.x"]

@@ -79,6 +79,9 @@ ATLAS_MESSAGES = [
     "Function 'SqrtBackward0' returned nan values in its 0th output",
     "Expected to mark a variable ready only once",
     "Missing key in checkpoint state_dict",
+    "`clip_grad_norm_()` should only be called on the root FSDP instance",
+    "unsupported format string passed to DTensor.__format__",
+    "FSDP expects uniform original parameter dtype but got",  # the cell sorts the set it ends with
 ]
 
 

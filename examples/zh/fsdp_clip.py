@@ -1,6 +1,6 @@
-"""真实运行 FSDP1 和 FSDP2 下的梯度裁剪，模型的 body 是冻结的。
+"""FSDP1 和 FSDP2 下的梯度裁剪（body 冻结），在两个真实进程中运行。
 
-两个进程由 ``torch.multiprocessing`` 启动，在 CPU 上通过 gloo 后端连在一起，各自用一批数据中
+两个进程由 ``torch.multiprocessing`` 启动，在 CPU 上通过 gloo 后端组成进程组，各自用一批数据中
 属于自己的那一半，对一个小模型（冻结的 ``body`` 加上可训练的 ``head``）做一步 SGD，
 其间裁剪梯度，共四种设置：
 
@@ -129,7 +129,7 @@ def one_process():
 
 
 def clip_and_step(rank, wrap, clip):
-    """包装后的模型走一步，梯度由 ``clip`` 裁剪；返回本 rank 所见。"""
+    """包装后的模型走一步，梯度由 ``clip`` 裁剪；返回本 rank 看到的情况。"""
     model = wrap(make_model())
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
     model(batch()[rank]).pow(2).mean().backward()

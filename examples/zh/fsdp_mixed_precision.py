@@ -1,6 +1,6 @@
-"""真实运行 FSDP2 的 ``MixedPrecisionPolicy``，模型的 body 是冻结的，再在这个策略下累积梯度。
+"""FSDP2 的 ``MixedPrecisionPolicy``：body 冻结时各部分的 dtype，以及这个策略下的梯度累积，在两个真实进程中运行。
 
-两个进程由 ``torch.multiprocessing`` 启动，在 CPU 上通过 gloo 后端连在一起，用 ``fully_shard``
+两个进程由 ``torch.multiprocessing`` 启动，在 CPU 上通过 gloo 后端组成进程组，用 ``fully_shard``
 和一个 ``param_dtype`` 为 bfloat16 的 ``MixedPrecisionPolicy`` 对一个小模型（冻结的 ``body`` 加上
 可训练的 ``head``）分片，每个进程用每批数据中属于自己的那一半。
 

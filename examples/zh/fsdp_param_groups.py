@@ -1,6 +1,6 @@
-"""真实运行 FSDP1 和 FSDP2 下不做权重衰减的参数组。
+"""FSDP1 和 FSDP2 下不做权重衰减的参数组，在两个真实进程中运行。
 
-两个进程由 ``torch.multiprocessing`` 启动，在 CPU 上通过 gloo 后端连在一起，用 AdamW 把一个小模型
+两个进程由 ``torch.multiprocessing`` 启动，在 CPU 上通过 gloo 后端组成进程组，用 AdamW 把一个小模型
 （一个线性层、一个 ``LayerNorm`` 和另一个线性层）训练三步，每个进程用每批数据中属于自己的那一半。
 权重矩阵放进做权重衰减的参数组，偏置和归一化层的权重放进不做衰减的参数组，挑法有三种：
 
@@ -94,7 +94,7 @@ def one_process():
 
 
 def train(rank, wrap, pick):
-    """包装新模型，按 ``pick`` 的挑法分组并训练；返回本 rank 所见。"""
+    """包装新模型，按 ``pick`` 的挑法分组并训练；返回本 rank 看到的情况。"""
     model = make_model()
     before = list(model.parameters())
     no_decay_names = {name for name, p in model.named_parameters() if p.ndim < 2}

@@ -186,3 +186,29 @@ def test_every_page_first_loads_within_the_budget(book, browser, site, language)
             top = sorted(load.responses.items(), key=lambda item: -item[1])[:3]
             heavy.append((name, load.bytes // 1024, [(url.rsplit("/", 1)[-1], size // 1024) for url, size in top]))
     assert heavy == []
+
+
+@pytest.mark.unit
+def test_token_spans_that_draw_nothing_of_their_own_go():
+    from book_extensions.site.asset_trimming import plain_token_classes, without_plain_spans
+
+    css = ('html[data-theme="light"] .highlight{background: #fff;color: #080808 ;}'
+           'html[data-theme="light"] .highlight .n{color: #080808 ;}'
+           'html[data-theme="light"] .highlight .k{color: #6730C5 ;}'
+           'html[data-theme="light"] .highlight .p{color: #080808 ;}'
+           'html[data-theme="light"] .highlight .o{color: #080808; font-weight: bold}'
+           'html[data-theme="light"] .highlight .w{color: #080808 ;}'
+           'html[data-theme="dark"] .highlight{background: #000;color: #f8f8f2 ;}'
+           'html[data-theme="dark"] .highlight .n{color: #f8f8f2 ;}'
+           'html[data-theme="dark"] .highlight .k{color: #f8f8f2 ;}'
+           'html[data-theme="dark"] .highlight .p{color: #ff0000 ;}'
+           'html[data-theme="dark"] .highlight .o{color: #f8f8f2 ;}')
+    # n: the block's colour in both themes; k: coloured in one; p: in the other; o: bold;
+    # w: no rule in the dark theme (then it would be drawn as the theme's rules of 'w' say)
+    assert plain_token_classes(css) == {"n"}
+    page = ('<pre><span class="k">def</span> <span class="n">f</span><span class="p">(</span>'
+            '<span class="n">a_long<wbr>_name</span>)</pre><code><span class="pre">n</span></code>')
+    assert without_plain_spans(page, {"n", "p"}) == (
+        '<pre><span class="k">def</span> f(<span class="n">a_long<wbr>_name</span>)</pre>'
+        '<code><span class="pre">n</span></code>')
+    assert plain_token_classes("") == set()

@@ -56,6 +56,7 @@ STEPS = (
     Step(changed_pages.write_outside_dependencies, **SITE),  # the files outside docs/ it read, for the driver
     Step(offline_builders.copy_editions_into_site, **SITE),  # the PDF and EPUB built from these sources
     Step(meta_and_footer.write_manifest, **HTML),  # what the site root needs from this language
+    Step(asset_trimming.drop_plain_token_spans, **SITE),  # code's token spans that draw nothing of their own
     Step(asset_trimming.trim_build, **SITE),  # the themes' stylesheets cut to the rules the pages use
     Step(first_paint.inline_first_paint, **SITE),  # those rules inline in each page, its head scripts deferred
     # The pages as published: the record of pages found clean then holds bytes the next build keeps.

@@ -125,12 +125,14 @@ def marked_words(text: str, other: str) -> Marked:
 
 def merged(pieces: Marked) -> Marked:
     """Neighbouring pieces with the same mark as one; the spaces between two changed words
-    belong to the change."""
+    belong to the change, but not a line break: a mark never spans lines (each wrapped line
+    then hangs on its own, readable_layout.hang_indented)."""
     out: Marked = []
     for number, (text, changed) in enumerate(pieces):
         if not text:
             continue
-        if text.isspace() and out and out[-1][1] and number + 1 < len(pieces) and pieces[number + 1][1]:
+        if (text.isspace() and "\n" not in text and out and out[-1][1] and number + 1 < len(pieces)
+                and pieces[number + 1][1]):
             changed = True
         if out and out[-1][1] == changed:
             out[-1] = (out[-1][0] + text, changed)

@@ -40,8 +40,9 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from ..myst_source import HAN
 
 # Where a long piece of code may break: before ".attr", after "::", "/", an opening
-# "(" (never inside "()") and the "=" of "name=value". Shorter pieces never need it.
-BREAK = re.compile(r"(?<=[\w)\]])(?=\.[A-Za-z_])|(?<=\()(?=[^)])|(?<=::)(?=\w)|(?<=/)(?=\w)|(?<=\w=)(?=\w)")
+# "(" (never inside "()") and the "=" of "name=value" (a value that is a word, a literal
+# or a bracket: "kwargs={...}"). Shorter pieces never need it.
+BREAK = re.compile(r"(?<=[\w)\]])(?=\.[A-Za-z_])|(?<=\()(?=[^)])|(?<=::)(?=\w)|(?<=/)(?=\w)|(?<=\w=)(?=[\w{\[(\"'])")
 # Printed text may also break after "," and "=" and after an opening bracket or brace
 # ("grad_fn=<SigmoidBackward0>", "tensor([[1., 2.],"), never inside a word or a number.
 OUTPUT_BREAK = re.compile(BREAK.pattern + r"|(?<=[,=])(?=[^\s,=)\]}])|(?<=[\[{])(?=[^\]}\s])")

@@ -58,6 +58,7 @@ ZH_SEARCH_TERMS = "search_terms.zh.txt"
 # Whitespace-separated words of two letters or more: four in inline code make a quotation.
 PHRASE_WORD = re.compile(r"(?:(?<=\s)|^)[^\W\d_]{2,}(?:['’][^\W\d_]+)?(?=\s|$)")
 QUOTE_WORDS = 4
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 HAN_ONLY = re.compile(f"[{HAN}]+")
 COUNTS_FILE = "searchcounts.js"
 COUNTS_PREFIX = "window.bookSearchCounts = "
@@ -246,14 +247,18 @@ def quotations(doctree: nodes.document) -> list[list[str]]:
     """
     found: list[list[str]] = []
     for literal in doctree.findall(nodes.literal):
-        text = literal.astext()
-        if len(PHRASE_WORD.findall(text)) < QUOTE_WORDS:
-            continue
         parent = literal.parent
         while parent is not None and not isinstance(parent, nodes.section | nodes.title):
             parent = parent.parent
-        if isinstance(parent, nodes.section) and parent["ids"] and [parent["ids"][0], text] not in found:
-            found.append([parent["ids"][0], text])  # in a heading it is in the index's titles already
+        if not (isinstance(parent, nodes.section) and parent["ids"]):
+            continue  # in a heading it is in the index's titles already
+        # The whole message, and each of its sentences: a reader often pastes only the first
+        # ("None of the inputs have requires_grad=True" of a warning that goes on).
+        text = literal.astext()
+        sentences = SENTENCE_END.split(text)
+        for quote in [text, *(sentences if len(sentences) > 1 else [])]:
+            if len(PHRASE_WORD.findall(quote)) >= QUOTE_WORDS and [parent["ids"][0], quote] not in found:
+                found.append([parent["ids"][0], quote])
     return found
 
 

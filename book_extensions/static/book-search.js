@@ -112,7 +112,10 @@
     const [forward, backward] = [longestWords(run, false), longestWords(run, true)];
     const kept = (words) => words.join("").length;
     if (kept(forward) !== kept(backward)) return kept(forward) > kept(backward) ? forward : backward;
-    return forward.length < backward.length ? forward : backward;
+    if (forward.length !== backward.length) return forward.length < backward.length ? forward : backward;
+    // As many characters in as many words, two ways (一直增加到: 一直 + 增加, or 一直 + 加到):
+    // the words of both, each weighed by how rare it is like any other query word.
+    return [...new Set([...forward, ...backward])];
   };
 
   // Words the book does not use replaced by the book's, before cutting: 就地修改 is then

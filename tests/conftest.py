@@ -8,6 +8,7 @@ time pytest-xdist runs another module's test between two of the module's own.)""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -136,15 +137,24 @@ def pytest_runtest_teardown(item):
 
 
 @pytest.fixture(scope="session")
-def run_example():
-    """Each program of examples/ run once per test session, however many tests read its output."""
-    runs: dict[str, subprocess.CompletedProcess] = {}
+def run_example(tmp_path_factory):
+    """Each program of examples/ run once per test run, however many tests read its output and
+    on whichever pytest-xdist worker: the first to ask runs it and stores the result in the
+    run's folder, the others wait for it (the multi-process programs take 10-20 s each)."""
+    shared = shared_folder(tmp_path_factory) / "examples"
+    shared.mkdir(exist_ok=True)
 
     def run(name: str) -> subprocess.CompletedProcess:
-        if name not in runs:
-            runs[name] = subprocess.run([sys.executable, str(ROOT / "examples" / name)],
-                                        capture_output=True, text=True, timeout=120)
-        return runs[name]
+        command = [sys.executable, str(ROOT / "examples" / name)]
+        stored = shared / f"{name}.json"
+        with FileLock(shared / f"{name}.lock"):
+            if not stored.exists():
+                result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+                staged = stored.with_suffix(".staged")
+                staged.write_text(json.dumps([result.returncode, result.stdout, result.stderr]), encoding="utf8")
+                staged.replace(stored)  # whole or absent, should this worker be stopped meanwhile
+        returncode, stdout, stderr = json.loads(stored.read_text(encoding="utf8"))
+        return subprocess.CompletedProcess(command, returncode, stdout, stderr)
     return run
 
 

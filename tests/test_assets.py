@@ -159,6 +159,36 @@ def test_the_trimmed_sheets_are_made_again_when_an_input_or_the_record_changed(s
     assert asset_trimming.reused(record, "?", site / "_static") is None
 
 
+def test_a_sheet_parsed_once_is_read_back_as_parsed_and_a_damaged_entry_is_parsed_again(tmp_path, monkeypatch):
+    css = (THEME_STATIC / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf8")
+    store = tmp_path / "parsed"
+    first = asset_trimming.parsed_sheet(css, store)
+    (entry,) = store.iterdir()
+    calls = []
+    parse = asset_trimming.parse
+    monkeypatch.setattr(asset_trimming, "parse", lambda text: calls.append(text) or parse(text))
+    again = asset_trimming.parsed_sheet(css, store)
+    # Read back, not parsed: the same rules, as nodes of its own (trimming changes them).
+    assert not calls and asset_trimming.serialize(again) == asset_trimming.serialize(first)
+    assert again[0] is not first[0]
+    # Another sheet has an entry of its own.
+    asset_trimming.parsed_sheet(css + ".x{color:red}", store)
+    assert len(list(store.iterdir())) == 2 and len(calls) == 1
+    # A damaged entry is parsed again and replaced.
+    entry.write_text(entry.read_text(encoding="utf8")[:50], encoding="utf8")
+    assert asset_trimming.serialize(asset_trimming.parsed_sheet(css, store)) == asset_trimming.serialize(first)
+    assert len(calls) == 2 and asset_trimming.serialize(asset_trimming.parsed_sheet(css, store)) == asset_trimming.serialize(first)
+    assert len(calls) == 2
+
+
+def test_a_site_trimmed_with_parsed_sheets_is_the_same_as_without(trimmed, tmp_path):
+    _, _, css = trimmed
+    for _ in range(2):  # the first parses and keeps, the second reads back
+        site = one_page_site(tmp_path / f"site{_}")
+        asset_trimming.trim_site(site, parsed_sheets=tmp_path / "parsed")
+        assert (site / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf8") == css
+
+
 def test_a_changed_script_the_keep_list_was_read_from_is_reported():
     moved = upstream.Workaround("ours.py", "why", "until", read=("sphinx", "themes/basic/static/searchtools.js", "0" * 16))
     (found,) = upstream.problems([moved])

@@ -57,7 +57,7 @@ def rendered(run: Build) -> str:
 def cached_pages(cache_root: Path) -> set[str]:
     from jupyter_cache import get_cache
 
-    return {Path(r.uri).name for folder in cache_root.iterdir() if folder.is_dir()
+    return {Path(r.uri).name for folder in cache_root.iterdir() if (folder / "global.db").is_file()
             for r in get_cache(str(folder)).list_cache_records()}
 
 

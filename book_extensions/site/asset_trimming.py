@@ -38,12 +38,14 @@ brackets are the parser's business, whitespace stays as tinycss2 gives it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import os
 import re
+import tempfile
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 import tinycss2
@@ -141,25 +143,55 @@ def parsed_sheet(css: str, store: Path | None) -> list[Node]:
     digest = hashlib.sha256(Path(__file__).read_bytes() + tinycss2.__version__.encode() + b"\0" + css.encode())
     entry = store / f"{digest.hexdigest()}.json"
     try:
-        return from_lists(json.loads(entry.read_text(encoding="utf8")))
-    except (OSError, ValueError, TypeError):  # absent or damaged
+        kept = json.loads(entry.read_text(encoding="utf8"))
+        found = from_lists(kept["nodes"])
+        selectors = {text: tuple(selector for selector, *_ in items) for text, items in kept["selectors"].items()}
+        needs = {selector: tuple(frozenset(names) for names in needed)
+                 for items in kept["selectors"].values() for selector, *needed in items}
+        if not all(isinstance(selector, str) and len(needed) == 3 for selector, needed in needs.items()):
+            raise ValueError("not what parsed_sheet writes")
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # absent or damaged
         pass
+    else:
+        SELECTOR_LISTS.update(selectors)
+        REQUIREMENTS.update(needs)
+        return found
     found = parse(css)
-    try:
-        store.mkdir(parents=True, exist_ok=True)
-        write_atomically(entry, json.dumps(as_lists(found)))
-    except OSError:  # a read-only cache: parsed again next time
-        pass
+    # The selectors of every style rule, split and read, go with the rules.
+    selectors = {node.prelude: [[selector, *(sorted(names) for names in requirements(selector))]
+                                for selector in split_top_level(node.prelude)]
+                 for node in walk_all(found) if node.children is not None and not node.prelude.startswith("@")}
+    store_entry(entry, json.dumps({"nodes": as_lists(found), "selectors": selectors}).encode())
     return found
+
+
+def walk_all(nodes: list[Node]):
+    """Every node, at-rules' blocks included."""
+    for node in nodes:
+        yield node
+        if node.children is not None:
+            yield from walk_all(node.children)
 
 
 # --- which selectors can match -------------------------------------------------------
 
 # Both are asked the same selectors for every page of every build (first paint trims each
 # page's CSS): tokenizing them once is most of that step's time.
-@cache
+# What split_top_level and requirements found, by their argument: filled as they are asked, and
+# from the sheets kept parsed (parsed_sheet), whose selectors are then not tokenized again.
+SELECTOR_LISTS: dict[str, tuple[str, ...]] = {}
+REQUIREMENTS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
+
+
 def split_top_level(text: str) -> tuple[str, ...]:
     """A selector list's selectors: ``text`` split at the commas outside brackets and strings."""
+    found = SELECTOR_LISTS.get(text)
+    if found is None:
+        found = SELECTOR_LISTS[text] = split_selector_list(text)
+    return found
+
+
+def split_selector_list(text: str) -> tuple[str, ...]:
     parts: list[list] = [[]]
     for token in tinycss2.parse_component_value_list(text, skip_comments=True):
         if token.type == "literal" and token.value == ",":
@@ -173,11 +205,17 @@ ESCAPE = re.compile(r"\\(.)")
 COMBINATORS = (">", "+", "~")
 
 
-@cache
 def requirements(selector: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(classes, ids, elements) that ``selector`` needs on the page. Attribute tests and
     the arguments of functional pseudo-classes (``:not``, ``:is``, ``:has``...) require
     nothing for certain: they are blocks and functions, passed over whole."""
+    found = REQUIREMENTS.get(selector)
+    if found is None:
+        found = REQUIREMENTS[selector] = selector_requirements(selector)
+    return found
+
+
+def selector_requirements(selector: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     classes, ids, elements = set(), set(), set()
     previous = None  # the token before, whitespace included
     for token in tinycss2.parse_component_value_list(selector, skip_comments=True):
@@ -376,9 +414,13 @@ def characters(css: str) -> set[int]:
     return found
 
 
-def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int]) -> list[Node]:
+def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int], store: Path | None = None) -> list[Node]:
     """Font Awesome faces cut to ``codepoints`` (beside the original); faces left with no
-    glyph go."""
+    glyph go. With ``store`` (a folder), each cut is kept there by the digest of the font, the
+    characters and this module, and a later build with the same ones copies it instead
+    (reading the font and cutting it is most of a small book's trimming)."""
+    import shutil
+
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
@@ -397,14 +439,24 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int]) -> l
             kept.append(node)
             continue
         source = (sheet.parent / url.group(1)).resolve()
-        font = TTFont(source)
-        wanted = codepoints & set(font.getBestCmap())
-        if not wanted:
-            continue
         target = source.with_suffix(".subset.woff2")
         relative = url.group(1).rsplit("/", 1)[0] + "/" + target.name
         subset_face = face[:url.start()] + f'url({relative}) format("woff2")' + face[url.end():]
+        cut = None if store is None else store / (hashlib.sha256(
+            Path(__file__).read_bytes() + source.read_bytes() + ",".join(map(str, sorted(codepoints))).encode()
+        ).hexdigest() + ".woff2")
+        if cut is not None and cut.is_file():  # empty: the font has none of the characters
+            if cut.stat().st_size:
+                shutil.copyfile(cut, target)
+                kept.append(parse(subset_face)[0])
+            continue
+        font = TTFont(source, recalcTimestamp=False)  # the cut is the same bytes in every build
+        wanted = codepoints & set(font.getBestCmap())
+        if not wanted:
+            keep_cut(cut, b"")
+            continue
         if already_subset(target, font, wanted):  # an earlier build's, of the same font
+            keep_cut(cut, target.read_bytes())
             kept.append(parse(subset_face)[0])
             continue
         options = subset.Options()
@@ -419,8 +471,30 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int]) -> l
             chatter.setLevel(level)
         font.flavor = "woff2"
         font.save(target)
+        keep_cut(cut, target.read_bytes())
         kept.append(parse(subset_face)[0])  # the same face, its src replaced
     return kept
+
+
+def keep_cut(cut: Path | None, data: bytes) -> None:
+    if cut is not None:
+        store_entry(cut, data)
+
+
+def store_entry(entry: Path, data: bytes) -> None:
+    """Write ``entry`` of the store whole or not at all. Builds of both languages may write the
+    same entry at once (the same bytes): each through a file of its own. A store that cannot be
+    written is left as it is (what it would have kept is made again next time)."""
+    partial = None
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=entry.parent, prefix=f".{entry.name}.", delete=False) as partial:
+            partial.write(data)
+        os.replace(partial.name, entry)
+    except OSError:
+        if partial is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(partial.name)
 
 
 def already_subset(target: Path, font, wanted: set[int]) -> bool:
@@ -456,13 +530,14 @@ def site_scripts(outdir: Path) -> list[Path]:
                   if "_sources" not in path.parts and path.name not in SEARCH_DATA)
 
 
-def trim_site(outdir: Path, record: Path | None = None, parsed_sheets: Path | None = None) -> dict[str, tuple[int, int]]:
+def trim_site(outdir: Path, record: Path | None = None, store: Path | None = None) -> dict[str, tuple[int, int]]:
     """Trim the sheets of :data:`TRIMMED` in ``outdir``; {sheet: (bytes before, after)}.
 
     With ``record`` (a file outside the site), the trimmed sheets are kept there with the
     digest of everything trimming reads; a rebuild whose pages hold the same classes, ids
     and elements (a prose edit) writes them again without parsing a stylesheet.
-    ``parsed_sheets``: a folder where the parsed sheets are kept for every build (:func:`parsed_sheet`)."""
+    ``store``: a folder where the parsed sheets and the cut fonts are kept for every build
+    (:func:`parsed_sheet`, :func:`subset_icon_fonts`)."""
     static = outdir / "_static"
     sheets = sorted({path for pattern in TRIMMED for path in static.glob(pattern)})
     if not sheets:
@@ -482,13 +557,13 @@ def trim_site(outdir: Path, record: Path | None = None, parsed_sheets: Path | No
     key = inputs_key(static, before, words, styles, scripts)
     trimmed = reused(record, key, static)
     if trimmed is None:
-        parsed = {path: keep_rules(parsed_sheet(text, parsed_sheets), words) for path, text in before.items()}
+        parsed = {path: keep_rules(parsed_sheet(text, store), words) for path, text in before.items()}
         prune_properties(parsed, styles + scripts)
         # Fonts, animations and icons are named in stylesheets only (the scripts name classes).
         used = "\n".join([styles, *(usage_text(nodes) for nodes in parsed.values())])
         codepoints = characters(used)
         trimmed = {path.relative_to(static).as_posix():
-                   serialize(subset_icon_fonts(prune_at_rules(without_empty(nodes), used), path, codepoints))
+                   serialize(subset_icon_fonts(prune_at_rules(without_empty(nodes), used), path, codepoints, store))
                    for path, nodes in parsed.items()}
         remember(record, key, static, trimmed)
     sizes = {}
@@ -539,8 +614,9 @@ def remember(record: Path | None, key: str, static: Path, trimmed: dict[str, str
 
 
 TRIM_RECORD = "book-trimmed-sheets.json"  # in the doctrees: never published
-# Beside the execution caches, which every build of the machine shares: the themes' sheets parsed.
-PARSED_SHEETS = "parsed-stylesheets"
+# Beside the execution caches, which every build of the machine shares: the themes' sheets
+# parsed and their fonts cut, by digest.
+TRIMMING_STORE = "trimming-store"
 
 
 def forget_trimmed_copies(app: Sphinx) -> None:
@@ -605,7 +681,7 @@ def drop_plain_token_spans(app: Sphinx) -> None:
 
 def trim_build(app: Sphinx) -> None:
     sizes = trim_site(Path(app.outdir), Path(app.doctreedir) / TRIM_RECORD,
-                      Path(app.config.book_cache_root) / PARSED_SHEETS)
+                      Path(app.config.book_cache_root) / TRIMMING_STORE)
     logger.info("trimmed stylesheets: " + ", ".join(
         f"{name} {old // 1024} KB -> {new // 1024} KB" for name, (old, new) in sizes.items()))
 

@@ -28,7 +28,10 @@ def write_notebook(app: Sphinx, docname: str, notebook, date: str) -> None:
     import nbformat
 
     blank = lambda text: ADDRESS.sub(ADDRESS_PLACEHOLDER, text)  # noqa: E731
-    for cell in notebook.cells:
+    for number, cell in enumerate(notebook.cells, 1):
+        # A cell's id is random where the notebook is made from the page: numbered, the same
+        # page gives the same file in every build.
+        cell["id"] = f"cell-{number}"
         for output in cell.get("outputs", []):
             # Every kind of output: streams, errors (message and traceback), rich data.
             if "text" in output:

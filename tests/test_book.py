@@ -72,6 +72,7 @@ ATLAS_MESSAGES = [
     "grad can be implicitly created only for scalar outputs",
     "loaded state dict contains a parameter group that doesn't match the size of optimizer's group",
     "Recomputed values for the following tensors",  # the cell wraps the rest of the message
+    "none of output has requires_grad=True, this checkpoint() is not necessary",
     "unscale_() has already been called on this optimizer since the last update()",
     "No inf checks were recorded for this optimizer",
     "No inf checks were recorded prior to update",

@@ -2,22 +2,26 @@
 
 Two processes, started with ``torch.multiprocessing`` and joined by the gloo backend on
 the CPU, train the same small model, sharded as one unit, for two optimizer steps of four
-micro-batches each, the loss of each micro-batch divided by four, in six setups:
+micro-batches each, the loss of each micro-batch divided by four, in nine setups:
 
 - FSDP2 (``fully_shard``) with the gradient sync on for every micro-batch, switched off
   with ``set_requires_gradient_sync(False)`` for all but the last micro-batch of each step,
   and switched off for good;
+- FSDP2 with the sync switched off for all but the last micro-batch and the full
+  parameters kept between micro-batches: ``set_reshard_after_backward(False)`` for all but
+  the last micro-batch; ``False`` for every one, with ``reshard()`` before each optimizer
+  step; and ``False`` for every one, without ``reshard()``;
 - FSDP1 (``FullyShardedDataParallel``) without ``no_sync()``, with the first three
   micro-batches of each step inside it, and with only their backward passes inside it.
 
-A wrapper around the reduce-scatter function FSDP calls counts the reduce-scatters of
-each micro-batch. Each process sends what it saw back to the parent through a queue, and
-the parent prints one report, the same on every run: the size of the model, then for each
-setup the reduce-scatters per micro-batch, how many gradient numbers rank 0 holds after the
-first micro-batch, whether the weights moved, whether the two processes hold the same
-weights at the end, and whether rank 0's weights match, up to rounding, those of the first
-setup of the same FSDP and those of one process that trains on all the data of both
-processes at once.
+Wrappers around the reduce-scatter and all-gather functions FSDP calls count the
+reduce-scatters and, for FSDP2, the all-gathers of each micro-batch. Each process sends
+what it saw back to the parent through a queue, and the parent prints one report, the same
+on every run: the size of the model, then for each setup the reduce-scatters (and
+all-gathers) per micro-batch, how many gradient numbers rank 0 holds after the first
+micro-batch, whether the weights moved, whether the two processes hold the same weights at
+the end, and whether rank 0's weights match, up to rounding, those of the first setup of the
+same FSDP and those of one process that trains on all the data of both processes at once.
 """
 
 import os
@@ -31,15 +35,16 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import FSDPModule, fully_shard
 from torch.distributed.tensor import DTensor
 
 WORLD_SIZE = 2
 STEPS = 2
 ACCUM = 4
 BATCH = 2  # samples per micro-batch and process
-# The function FSDP calls for its reduce-scatters: newer releases renamed it.
+# The functions FSDP calls for its reduce-scatters and all-gathers: newer releases renamed them.
 REDUCE_SCATTER = "reduce_scatter_single" if hasattr(dist, "reduce_scatter_single") else "reduce_scatter_tensor"
+ALL_GATHER = "all_gather_single" if hasattr(dist, "all_gather_single") else "all_gather_into_tensor"
 
 
 def make_model():
@@ -59,6 +64,8 @@ def full_weights(model):
     if isinstance(model, FSDP):
         with FSDP.summon_full_params(model):
             return [p.tolist() for p in model.parameters()]
+    # A model left unsharded lists its full parameters, not the shards the optimizer updated.
+    model.reshard()
     return [p.full_tensor().tolist() for p in model.parameters()]
 
 
@@ -77,14 +84,18 @@ def held(model):
     return sum((g.to_local() if isinstance(g, DTensor) else g).numel() for g in grads if g is not None)
 
 
-def train(rank, fsdp, sync):
-    """Train with ``fsdp`` ("FSDP2" or "FSDP1"); ``sync`` says which micro-batches sync."""
-    reduced = []  # reduce-scatters started during each micro-batch
-    original = getattr(dist, REDUCE_SCATTER)
+def train(rank, fsdp, sync, reshard="every"):
+    """Train with ``fsdp`` ("FSDP2" or "FSDP1"); ``sync`` says which micro-batches sync,
+    ``reshard`` when FSDP2 frees the full parameters: after "every" backward pass, after
+    the "last" of each step, by ``reshard()`` "before the step", or "never"."""
+    reduced, gathered = [], []  # collectives started during each micro-batch
+    originals = {name: getattr(dist, name) for name in (REDUCE_SCATTER, ALL_GATHER)}
 
-    def count(*args, **kwargs):
-        reduced[-1] += 1
-        return original(*args, **kwargs)
+    def counter(name, counts):
+        def count(*args, **kwargs):
+            counts[-1] += 1
+            return originals[name](*args, **kwargs)
+        return count
 
     model = make_model()
     if fsdp == "FSDP2":
@@ -95,16 +106,22 @@ def train(rank, fsdp, sync):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     batches = iter(data(rank))
     initial = full_weights(model)
-    setattr(dist, REDUCE_SCATTER, count)
+    setattr(dist, REDUCE_SCATTER, counter(REDUCE_SCATTER, reduced))
+    setattr(dist, ALL_GATHER, counter(ALL_GATHER, gathered))
     try:
         for _ in range(STEPS):
             optimizer.zero_grad()
             for micro in range(ACCUM):
                 x, y = next(batches)
                 reduced.append(0)
+                gathered.append(0)
                 local = sync == "never" or (sync != "every" and micro < ACCUM - 1)
+                last = micro == ACCUM - 1
                 if fsdp == "FSDP2":
                     model.set_requires_gradient_sync(not local)
+                    # Free the full parameters after this backward pass, or keep them?
+                    if reshard != "every":
+                        model.set_reshard_after_backward(reshard == "last" and last)
                     loss = nn.functional.mse_loss(model(x), y) / ACCUM
                     loss.backward()
                 elif sync == "backward only":
@@ -117,11 +134,22 @@ def train(rank, fsdp, sync):
                         loss.backward()
                 if len(reduced) == 1:
                     first = held(model)
+            if reshard == "before the step":  # on every FSDP module, on every rank
+                for module in model.modules():
+                    if isinstance(module, FSDPModule):
+                        module.reshard()
             optimizer.step()
     finally:
-        setattr(dist, REDUCE_SCATTER, original)
+        for name, original in originals.items():
+            setattr(dist, name, original)
+    # Full parameters FSDP2 still holds: the next forward pass would compute with them.
+    full = [p.tolist() for p in model.parameters() if not isinstance(p, DTensor)]
+    kept = "none"
+    if fsdp == "FSDP2" and full:
+        kept = "the initial weights" if full == initial else "other weights"
     weights = full_weights(model)
-    return {"reduced": reduced, "held": first, "moved": weights != initial, "weights": weights}
+    return {"reduced": reduced, "gathered": gathered, "kept": kept, "held": first,
+            "moved": weights != initial, "weights": weights}
 
 
 def one_process():
@@ -143,6 +171,9 @@ SETUPS = {
     "FSDP2, sync every micro-batch": ("FSDP2", "every"),
     "FSDP2, sync the last only": ("FSDP2", "all but the last"),
     "FSDP2, sync never": ("FSDP2", "never"),
+    "FSDP2, sync and reshard after the last only": ("FSDP2", "all but the last", "last"),
+    "FSDP2, sync the last only, reshard() before the step": ("FSDP2", "all but the last", "before the step"),
+    "FSDP2, sync the last only, reshard never": ("FSDP2", "all but the last", "never"),
     "FSDP1, without no_sync": ("FSDP1", "every"),
     "FSDP1, no_sync for all but the last": ("FSDP1", "all but the last"),
     "FSDP1, no_sync around backward only": ("FSDP1", "backward only"),
@@ -163,8 +194,8 @@ def worker(rank, port, results):
     os.dup2(devnull, 2)
     dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE, timeout=timedelta(seconds=60))
     try:
-        for name, (fsdp, sync) in SETUPS.items():
-            results.put((rank, name, train(rank, fsdp, sync)))
+        for name, setup in SETUPS.items():
+            results.put((rank, name, train(rank, *setup)))
             dist.barrier()
         if rank == 0:
             results.put((rank, "one process", {"weights": one_process()}))
@@ -183,15 +214,23 @@ def close(a, b):
     return all(torch.allclose(torch.tensor(p, device="cpu"), torch.tensor(q, device="cpu")) for p, q in zip(a, b))
 
 
+def per_step(counts):
+    """Counts per micro-batch, the optimizer steps apart: "1 0 0 0 | 1 0 0 0"."""
+    steps = [counts[i:i + ACCUM] for i in range(0, STEPS * ACCUM, ACCUM)]
+    return " | ".join(" ".join(map(str, s)) for s in steps)
+
+
 def report(rows):
     print("numbers in the model:", sum(len(torch.tensor(p).flatten()) for p in rows[0]["one process"]["weights"]))
     reference = rows[0]["one process"]["weights"]
-    for name, (fsdp, sync) in SETUPS.items():
+    for name, (fsdp, sync, *_) in SETUPS.items():
         row, other = rows[0][name], rows[1][name]
-        first = rows[0][next(n for n, (f, s) in SETUPS.items() if f == fsdp)]["weights"]
-        steps = [row["reduced"][i:i + ACCUM] for i in range(0, STEPS * ACCUM, ACCUM)]
+        first = rows[0][next(n for n, (f, *_) in SETUPS.items() if f == fsdp)]["weights"]
         print(f"{name}:")
-        print("  reduce-scatters per micro-batch:", " | ".join(" ".join(map(str, s)) for s in steps))
+        print("  reduce-scatters per micro-batch:", per_step(row["reduced"]))
+        if fsdp == "FSDP2":
+            print("  all-gathers per micro-batch:", per_step(row["gathered"]))
+            print("  full parameters still gathered after the last step:", row["kept"])
         print("  gradient numbers held after micro-batch 1:", row["held"])
         print("  weights moved:", row["moved"])
         print("  same weights on both ranks:", row["weights"] == other["weights"])

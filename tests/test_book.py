@@ -83,6 +83,23 @@ ATLAS_MESSAGES = [
     "`clip_grad_norm_()` should only be called on the root FSDP instance",
     "unsupported format string passed to DTensor.__format__",
     "FSDP expects uniform original parameter dtype but got",  # the cell sorts the set it ends with
+    "appears to not have been used in the graph",
+    "One of the differentiated Tensors does not require grad",
+    "returned an invalid gradient at index",
+    "is a view and is being modified inplace",
+    "Trying to use a saved tensor that has been detached in-place",
+    "A view was created in inference mode and is being modified inplace in normal mode",
+    "cannot register a hook on a tensor that doesn't require gradient",
+    "Only Tensors of floating point and complex dtype can require gradients",
+    "can't optimize a non-leaf Tensor",
+    "None of the inputs have requires_grad=True. Gradients will be None",
+    "expected m1 and m2 to have the same dtype",  # the CPU's wording; CUDA's says mat1 and mat2
+    "mat1 and mat2 must have the same dtype, but got BFloat16 and Float",
+    "zip() argument 2 is shorter than argument 1",
+    "it must override the setup_context staticmethod",
+    "no autograd formula was registered",
+    "returning intermediate with requires_grad_()",
+    "Hard failure due to fail_on_recompile_limit_hit",
 ]
 
 

@@ -122,19 +122,31 @@ def test_fsdp_no_sync_reports_what_the_book_says(run_example):
     assert report.startswith("numbers in the model: 49\n")
     del setups["numbers in the model: 49"]
     reduced, held = "reduce-scatters per micro-batch: ", "gradient numbers held after micro-batch 1: "
+    gathered, kept = "all-gathers per micro-batch: ", "full parameters still gathered after the last step: "
     moved, same = "weights moved: ", "same weights on both ranks: "
     first, one = "allclose to syncing every one: ", "allclose to one process: "
     once = reduced + "0 0 0 1 | 0 0 0 1"
+    every_gather, none_kept = gathered + "1 1 1 1 | 1 1 1 1", kept + "none"
     good = [moved + "True", same + "True", first + "True", one + "True"]
     assert setups == {
         # every backward reduce-scatters, and leaves rank 0 only its shard of the gradients
-        "FSDP2, sync every micro-batch": [reduced + "1 1 1 1 | 1 1 1 1", held + "29", moved + "True", same + "True",
-                                          one + "True"],
-        # one reduce-scatter per optimizer step, to the same weights, but the whole gradient is kept meanwhile
-        "FSDP2, sync the last only": [once, held + "49", *good],
+        "FSDP2, sync every micro-batch": [reduced + "1 1 1 1 | 1 1 1 1", every_gather, none_kept, held + "29",
+                                          moved + "True", same + "True", one + "True"],
+        # one reduce-scatter per optimizer step, to the same weights, but the whole gradient is kept meanwhile;
+        # the parameters are still all-gathered for every micro-batch's forward pass
+        "FSDP2, sync the last only": [once, every_gather, none_kept, held + "49", *good],
         # never syncing leaves the sharded parameters without a gradient: nothing trains, silently
-        "FSDP2, sync never": [reduced + "0 0 0 0 | 0 0 0 0", held + "49", moved + "False", same + "True",
-                              first + "False", one + "False"],
+        "FSDP2, sync never": [reduced + "0 0 0 0 | 0 0 0 0", every_gather, none_kept, held + "49",
+                              moved + "False", same + "True", first + "False", one + "False"],
+        # keeping the full parameters until the last backward pass: one all-gather per step, the same weights
+        "FSDP2, sync and reshard after the last only": [once, gathered + "1 0 0 0 | 1 0 0 0", none_kept,
+                                                        held + "49", *good],
+        "FSDP2, sync the last only, reshard() before the step": [once, gathered + "1 0 0 0 | 1 0 0 0", none_kept,
+                                                                 held + "49", *good],
+        # without reshard() the second step's forward passes use the initial full parameters, silently
+        "FSDP2, sync the last only, reshard never": [once, gathered + "1 0 0 0 | 0 0 0 0",
+                                                     kept + "the initial weights", held + "49", moved + "True",
+                                                     same + "True", first + "False", one + "False"],
         "FSDP1, without no_sync": [reduced + "1 1 1 1 | 1 1 1 1", held + "25", moved + "True", same + "True",
                                    one + "True"],
         "FSDP1, no_sync for all but the last": [once, held + "49", *good],

@@ -1,16 +1,20 @@
 """真实运行 FSDP2 和 FSDP1 下的梯度累积，分别保持和关掉梯度同步。
 
 两个进程由 ``torch.multiprocessing`` 启动，在 CPU 上通过 gloo 后端连在一起，训练同一个小模型（整体作为一个单元分片），
-共两次优化器更新，每次四个微批次，每个微批次的损失都除以四。共六种设置：
+共两次优化器更新，每次四个微批次，每个微批次的损失都除以四。共九种设置：
 
 - FSDP2（``fully_shard``）：每个微批次都同步梯度；用 ``set_requires_gradient_sync(False)``
   让每次更新只在最后一个微批次同步；一直关掉同步；
+- FSDP2，只在最后一个微批次同步，并在微批次之间保留完整参数：除最后一个微批次外都调用
+  ``set_reshard_after_backward(False)``；每个微批次都传 ``False``，每次优化器更新之前调用
+  ``reshard()``；每个微批次都传 ``False``，但不调用 ``reshard()``。
 - FSDP1（``FullyShardedDataParallel``）：不用 ``no_sync()``；每次更新的前三个微批次放进
   ``no_sync()``；只把这三个微批次的反向传播放进去。
 
-程序给 FSDP 调用的 reduce-scatter 函数套了一层包装，统计每个微批次做了几次 reduce-scatter。
+程序给 FSDP 调用的 reduce-scatter 函数和 all-gather 函数各套了一层包装，统计每个微批次做了几次
+reduce-scatter，对 FSDP2 还统计做了几次 all-gather。
 每个进程通过队列把自己看到的情况发回父进程，父进程打印一份报告，每次运行都一样：先是模型的大小，
-然后对每种设置打印每个微批次的 reduce-scatter 次数、第一个微批次之后 rank 0 持有多少个梯度数值、
+然后对每种设置打印每个微批次的 reduce-scatter 次数（以及 all-gather 次数）、第一个微批次之后 rank 0 持有多少个梯度数值、
 权重是否变了、训练结束时两个进程的权重是否相同，以及 rank 0 的权重在舍入误差范围内
 是否与同一种 FSDP 的第一种设置的相同，是否与单个进程一次用两个进程的全部数据训练得到的相同。
 """
@@ -26,15 +30,16 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import FSDPModule, fully_shard
 from torch.distributed.tensor import DTensor
 
 WORLD_SIZE = 2
 STEPS = 2
 ACCUM = 4
 BATCH = 2  # 每个进程每个微批次的样本数
-# FSDP 做 reduce-scatter 时调用的函数：较新的版本给它改了名。
+# FSDP 做 reduce-scatter 和 all-gather 时调用的函数：较新的版本给它们改了名。
 REDUCE_SCATTER = "reduce_scatter_single" if hasattr(dist, "reduce_scatter_single") else "reduce_scatter_tensor"
+ALL_GATHER = "all_gather_single" if hasattr(dist, "all_gather_single") else "all_gather_into_tensor"
 
 
 def make_model():
@@ -54,6 +59,8 @@ def full_weights(model):
     if isinstance(model, FSDP):
         with FSDP.summon_full_params(model):
             return [p.tolist() for p in model.parameters()]
+    # 没有重新分片的模型列出的是完整参数，而不是优化器更新过的分片。
+    model.reshard()
     return [p.full_tensor().tolist() for p in model.parameters()]
 
 
@@ -71,14 +78,18 @@ def held(model):
     return sum((g.to_local() if isinstance(g, DTensor) else g).numel() for g in grads if g is not None)
 
 
-def train(rank, fsdp, sync):
-    """用 ``fsdp``（"FSDP2" 或 "FSDP1"）训练；``sync`` 指明哪些微批次同步梯度。"""
-    reduced = []  # 每个微批次期间发起的 reduce-scatter 次数
-    original = getattr(dist, REDUCE_SCATTER)
+def train(rank, fsdp, sync, reshard="every"):
+    """用 ``fsdp``（"FSDP2" 或 "FSDP1"）训练；``sync`` 指明哪些微批次同步梯度，
+    ``reshard`` 指明 FSDP2 何时释放完整参数：每次反向传播之后（"every"）、每次更新的最后一次
+    反向传播之后（"last"）、更新之前调用 ``reshard()``（"before the step"），或者从不（"never"）。"""
+    reduced, gathered = [], []  # 每个微批次期间发起的集合通信次数
+    originals = {name: getattr(dist, name) for name in (REDUCE_SCATTER, ALL_GATHER)}
 
-    def count(*args, **kwargs):
-        reduced[-1] += 1
-        return original(*args, **kwargs)
+    def counter(name, counts):
+        def count(*args, **kwargs):
+            counts[-1] += 1
+            return originals[name](*args, **kwargs)
+        return count
 
     model = make_model()
     if fsdp == "FSDP2":
@@ -89,16 +100,22 @@ def train(rank, fsdp, sync):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     batches = iter(data(rank))
     initial = full_weights(model)
-    setattr(dist, REDUCE_SCATTER, count)
+    setattr(dist, REDUCE_SCATTER, counter(REDUCE_SCATTER, reduced))
+    setattr(dist, ALL_GATHER, counter(ALL_GATHER, gathered))
     try:
         for _ in range(STEPS):
             optimizer.zero_grad()
             for micro in range(ACCUM):
                 x, y = next(batches)
                 reduced.append(0)
+                gathered.append(0)
                 local = sync == "never" or (sync != "every" and micro < ACCUM - 1)
+                last = micro == ACCUM - 1
                 if fsdp == "FSDP2":
                     model.set_requires_gradient_sync(not local)
+                    # 这次反向传播之后释放完整参数，还是留着？
+                    if reshard != "every":
+                        model.set_reshard_after_backward(reshard == "last" and last)
                     loss = nn.functional.mse_loss(model(x), y) / ACCUM
                     loss.backward()
                 elif sync == "backward only":
@@ -111,11 +128,22 @@ def train(rank, fsdp, sync):
                         loss.backward()
                 if len(reduced) == 1:
                     first = held(model)
+            if reshard == "before the step":  # 每个 FSDP 模块、每个 rank 上都要调用
+                for module in model.modules():
+                    if isinstance(module, FSDPModule):
+                        module.reshard()
             optimizer.step()
     finally:
-        setattr(dist, REDUCE_SCATTER, original)
+        for name, original in originals.items():
+            setattr(dist, name, original)
+    # FSDP2 仍然持有的完整参数：下一次前向传播就用它们计算。
+    full = [p.tolist() for p in model.parameters() if not isinstance(p, DTensor)]
+    kept = "none"
+    if fsdp == "FSDP2" and full:
+        kept = "the initial weights" if full == initial else "other weights"
     weights = full_weights(model)
-    return {"reduced": reduced, "held": first, "moved": weights != initial, "weights": weights}
+    return {"reduced": reduced, "gathered": gathered, "kept": kept, "held": first,
+            "moved": weights != initial, "weights": weights}
 
 
 def one_process():
@@ -137,6 +165,9 @@ SETUPS = {
     "FSDP2, sync every micro-batch": ("FSDP2", "every"),
     "FSDP2, sync the last only": ("FSDP2", "all but the last"),
     "FSDP2, sync never": ("FSDP2", "never"),
+    "FSDP2, sync and reshard after the last only": ("FSDP2", "all but the last", "last"),
+    "FSDP2, sync the last only, reshard() before the step": ("FSDP2", "all but the last", "before the step"),
+    "FSDP2, sync the last only, reshard never": ("FSDP2", "all but the last", "never"),
     "FSDP1, without no_sync": ("FSDP1", "every"),
     "FSDP1, no_sync for all but the last": ("FSDP1", "all but the last"),
     "FSDP1, no_sync around backward only": ("FSDP1", "backward only"),
@@ -157,8 +188,8 @@ def worker(rank, port, results):
     os.dup2(devnull, 2)
     dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE, timeout=timedelta(seconds=60))
     try:
-        for name, (fsdp, sync) in SETUPS.items():
-            results.put((rank, name, train(rank, fsdp, sync)))
+        for name, setup in SETUPS.items():
+            results.put((rank, name, train(rank, *setup)))
             dist.barrier()
         if rank == 0:
             results.put((rank, "one process", {"weights": one_process()}))
@@ -177,15 +208,23 @@ def close(a, b):
     return all(torch.allclose(torch.tensor(p, device="cpu"), torch.tensor(q, device="cpu")) for p, q in zip(a, b))
 
 
+def per_step(counts):
+    """每个微批次的次数，各次优化器更新之间用竖线隔开："1 0 0 0 | 1 0 0 0"。"""
+    steps = [counts[i:i + ACCUM] for i in range(0, STEPS * ACCUM, ACCUM)]
+    return " | ".join(" ".join(map(str, s)) for s in steps)
+
+
 def report(rows):
     print("numbers in the model:", sum(len(torch.tensor(p).flatten()) for p in rows[0]["one process"]["weights"]))
     reference = rows[0]["one process"]["weights"]
-    for name, (fsdp, sync) in SETUPS.items():
+    for name, (fsdp, sync, *_) in SETUPS.items():
         row, other = rows[0][name], rows[1][name]
-        first = rows[0][next(n for n, (f, s) in SETUPS.items() if f == fsdp)]["weights"]
-        steps = [row["reduced"][i:i + ACCUM] for i in range(0, STEPS * ACCUM, ACCUM)]
+        first = rows[0][next(n for n, (f, *_) in SETUPS.items() if f == fsdp)]["weights"]
         print(f"{name}:")
-        print("  reduce-scatters per micro-batch:", " | ".join(" ".join(map(str, s)) for s in steps))
+        print("  reduce-scatters per micro-batch:", per_step(row["reduced"]))
+        if fsdp == "FSDP2":
+            print("  all-gathers per micro-batch:", per_step(row["gathered"]))
+            print("  full parameters still gathered after the last step:", row["kept"])
         print("  gradient numbers held after micro-batch 1:", row["held"])
         print("  weights moved:", row["moved"])
         print("  same weights on both ranks:", row["weights"] == other["weights"])

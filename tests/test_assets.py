@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 from books import FIXTURES, THEME_STATIC
-from sweep import SWEPT, first_loads
+from sweep import SWEPT, budget_of, first_loads
 
 from book_extensions import upstream
 from book_extensions.site import asset_trimming
@@ -211,12 +211,6 @@ def test_a_changed_script_the_keep_list_was_read_from_is_reported():
 
 # --- the real book, in Chromium ------------------------------------------------------------
 
-# A chapter's first load, uncompressed: 565 KB in issue 20, 600 KB since the error atlas's
-# issue-32 entries (the Chinese atlas loads 574 KB, 437 KB of it its own HTML; the assets
-# every page loads are about 135 KB). The next step for the reader is a shorter atlas page.
-BUDGET = 600 * 1024
-
-
 @SWEPT
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_every_page_first_loads_within_the_budget(book, browser, site, language):
@@ -226,7 +220,7 @@ def test_every_page_first_loads_within_the_budget(book, browser, site, language)
     for name, (load, _) in first_loads(browser, site, book.site(), language).items():
         if name.endswith("/search.html"):
             continue
-        if load.bytes > BUDGET:
+        if load.bytes > budget_of(name):
             top = sorted(load.responses.items(), key=lambda item: -item[1])[:3]
             heavy.append((name, load.bytes // 1024, [(url.rsplit("/", 1)[-1], size // 1024) for url, size in top]))
     assert heavy == []

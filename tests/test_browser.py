@@ -18,6 +18,7 @@ from sweep import (
     MARK_NEW_TEXT_STYLES,
     SWEPT,
     axe_source,
+    budget_of,
     first_loads,
     sweep,
 )
@@ -161,7 +162,7 @@ def test_pages_stay_light(book, browser, site, language):
     # have their own, tighter budget in test_assets.py.
     loads = first_loads(browser, site, book.site(), language)
     assert len(loads) >= 30
-    heavy = [(name, load.bytes) for name, (load, _) in loads.items() if load.bytes > 600 * 1024]
+    heavy = [(name, load.bytes) for name, (load, _) in loads.items() if load.bytes > budget_of(name)]
     assert heavy == []
     assert not (book.site() / "en" / "article.html").read_text(encoding="utf8").count("fontawesome.js")
 

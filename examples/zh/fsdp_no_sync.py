@@ -19,7 +19,7 @@ reduce-scatter，对 FSDP2 还统计做了几次 all-gather。
 是否与同一种 FSDP 的第一种设置的相同，是否与单个进程一次用两个进程的全部数据训练得到的相同。
 """
 
-import os
+import os  # noqa: I001  导入顺序与各版本记录时一致，下次改代码时再排序
 import socket
 from contextlib import nullcontext
 from datetime import timedelta

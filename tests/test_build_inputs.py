@@ -270,3 +270,36 @@ def test_the_preview_checks_the_input_files_before_sphinx_starts(tmp_path, monke
         f"error: {listing}:2: 'foo bar' is not a torch release such as 2.15.0",
         f"error: {listing}:3: 2.13.0 is listed twice (also on line 1)"]
     assert not (tmp_path / "_build").exists() and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.fixture
+def test_a_symbolic_link_under_docs_is_one_line_each_before_sphinx_starts(tmp_path):
+    # A folder linked into docs/ was published, but the build's digests of the pages did not
+    # go into it: an edit there left every later build "unchanged" (attack 2, case 02). A loop
+    # crashed Sphinx (case 03); a language folder linked to another's, its configuration (28).
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "page.md").write_text("# Page\n", encoding="utf8")
+    (docs / "en" / "sub").symlink_to(outside, target_is_directory=True)
+    (docs / "en" / "loop").symlink_to(docs / "en" / "loop")
+    shutil.rmtree(docs / "zh")
+    (docs / "zh").symlink_to(docs / "en", target_is_directory=True)
+    build = build_book(docs, tmp_path, "html", "--language", "en")
+    refused_before_sphinx(build, *(f"{docs / name} is a symbolic link: the build does not follow links under "
+                                   f"{docs}; copy what it points to there instead"
+                                   for name in ("en/loop", "en/sub", "zh")))
+
+
+@pytest.mark.unit
+def test_a_linked_file_is_found_as_a_link(tmp_path):
+    from book_extensions.configuration.input_files import linked_sources
+
+    (tmp_path / "en").mkdir()
+    (tmp_path / "en" / "page.md").write_text("# Page\n", encoding="utf8")
+    assert linked_sources(tmp_path) == []
+    (tmp_path / "en" / "copy.md").symlink_to(tmp_path / "en" / "page.md")
+    (tmp_path / "en" / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    assert [line.split(" is a ")[0] for line in linked_sources(tmp_path)] == [
+        str(tmp_path / "en" / "copy.md"), str(tmp_path / "en" / "gone.md")]

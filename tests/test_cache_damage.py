@@ -1,5 +1,5 @@
 """A damaged execution cache is one line or is repaired, never a crash: a record whose notebook
-was deleted or truncated is executed again, a database without its tables is refused naming
+was deleted, truncated or has other outputs than were stored is executed again, a database without its tables is refused naming
 the cache, and a write that fails (a full disk) leaves no record behind."""
 
 import errno
@@ -56,15 +56,18 @@ def page(build) -> str:
     return (build.site() / "en" / "index.html").read_text(encoding="utf8")
 
 
-@pytest.mark.parametrize("damage", ["deleted", "truncated"])
+@pytest.mark.parametrize("damage", ["deleted", "truncated", "rewritten"])
 def test_a_cached_notebook_deleted_or_truncated_is_executed_again(tmp_path, damage):
     first = build(tmp_path, "first")
     assert first.returncode == 0, first.output
     (notebook,) = cache_folder(tmp_path / "cache").glob("executed/*/base.ipynb")
     if damage == "deleted":
         notebook.unlink()
-    else:  # as a build killed while writing it leaves it
+    elif damage == "truncated":  # as a build killed while writing it leaves it
         notebook.write_bytes(notebook.read_bytes()[:100])
+    else:  # valid, other outputs: as a cell of another page could write it (attack 2, case 17)
+        assert "from the kernel 42" in notebook.read_text()
+        notebook.write_text(notebook.read_text().replace("from the kernel 42", "HACKED OUT"))
     again = build(tmp_path, "again")
     assert again.returncode == 0, again.output
     assert executed(again) == ["index"]

@@ -88,6 +88,27 @@ def test_a_page_that_changes_the_sources_fails_and_is_not_cached(tmp_path):
         written.unlink()
 
 
+def test_a_source_rewritten_by_a_subprocess_with_its_size_and_time_kept_is_found(tmp_path):
+    # Attack 2, case 16: a subprocess (which the kernel's audit of writes does not see) changed
+    # another page at the same size and put its modification time back with `touch -r`.
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "unexpected_errors" / "docs", docs)
+    index, other = docs / "en" / "index.md", docs / "en" / "other.md"
+    other.write_text(other.read_text().replace('raise ValueError("boom")', "print('fine')"))
+    saved = tmp_path / "saved.md"
+    shutil.copy2(index, saved)
+    script = (f"import os, subprocess; p = {str(index)!r}; t = open(p).read(); "
+              "open(p, 'w').write(t.replace('x = 1', 'x = 2')); "
+              f"subprocess.run(['touch', '-r', {str(saved)!r}, p], check=True)")
+    other.write_text(other.read_text().replace("print('fine')", f"import subprocess, sys\n"
+                                               f"subprocess.run([sys.executable, '-c', {script!r}], check=True)"))
+    build = build_book(docs, tmp_path / "work", "html", "--language", "en")
+    assert build.returncode == 1, build.output
+    assert_reported(build.output, [("en/other.md", "the book's sources changed while this page executed: "
+                                    f"{index}")])
+    assert index.stat().st_mtime_ns == saved.stat().st_mtime_ns and index.stat().st_size == saved.stat().st_size
+
+
 def test_a_cell_that_never_finishes_fails_after_the_timeout(build_fixture):
     build = build_fixture("timeout", "html", "--language", "en", sphinx=("-D", "nb_execution_timeout=3"))
     assert build.returncode != 0

@@ -12,13 +12,15 @@ published:
 - each language's term list, ``docs/terms.<code>.toml`` (its own loader's checks, and its
   ``[search]`` table of words);
 - the words jieba keeps whole in the Chinese search index, ``docs/search_terms.zh.txt``;
-- the misconceptions the exercises stand for, ``docs/exercises.toml`` (a title per language).
+- the misconceptions the exercises stand for, ``docs/exercises.toml`` (a title per language);
+- the pages' folder itself, which must hold no symbolic link (:func:`linked_sources`).
 
 conf.py's own settings are :func:`.settings.problems`'s.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -48,6 +50,7 @@ def problems(confdir: Path, docs: Path, sphinx_args=()) -> list[str]:
                 found.append(f"{named(path)}: not a record name: cpu-torch-<release>.json, such as cpu-torch-2.15.0.json")
                 continue
             found += cell_records.record_problems(path, named(path), match.group(1) if match else None)
+    found += linked_sources(docs)
     for language in config.book_languages:
         found += terms_problems(docs / f"terms.{language.code}.toml")
     found += search_terms_problems(docs / "search_terms.zh.txt")
@@ -59,6 +62,18 @@ def problems(confdir: Path, docs: Path, sphinx_args=()) -> list[str]:
 
 def named(path: Path) -> str:
     return shown(path, Path.cwd())
+
+
+def linked_sources(docs: Path) -> list[str]:
+    """The symbolic links under ``docs``, each refused in one line. Sphinx follows them, but
+    what the build digests to know whether a page changed does not go into a linked folder
+    (an edit there was published by no later build), a loop crashed Sphinx, and a language
+    folder linked to another's fails its configuration."""
+    links = sorted(Path(root, name) for root, folders, files in os.walk(docs) for name in folders + files
+                   if Path(root, name).is_symlink())
+    # Named by its folder: a loop cannot be resolved.
+    return [f"{named(path.parent)}/{path.name} is a symbolic link: the build does not follow links under "
+            f"{named(docs)}; copy what it points to there instead" for path in links]
 
 
 def terms_problems(path: Path) -> list[str]:

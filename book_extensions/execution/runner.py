@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -369,8 +371,10 @@ class PageRunner:
                    unwatched=build_folders, writes_log=log, doctrees=log.parent, output_limit=limit,
                    kernel_environment=kernel_environment)
 
-    def source_state(self) -> dict[str, tuple[int, int]]:
-        """(mtime, size) of every watched file but those the build writes itself."""
+    def source_state(self) -> dict[str, tuple[int, int, int, int]]:
+        """(mtime, size, ctime, inode) of every watched file but those the build writes itself.
+        The change time too: a write that keeps the size, followed by `touch -r` to put the
+        modification time back, still moves it (a subprocess's writes are seen by this alone)."""
         skipped = tuple(os.path.join(folder, "") for folder in self.unwatched)
         state = {}
         for root in self.watched_sources:
@@ -379,10 +383,10 @@ class PageRunner:
                     continue
                 try:
                     stat = os.stat(path)
-                except FileNotFoundError:  # deleted, but still tracked; or an editor's swap file
+                except OSError:  # deleted, but still tracked; an editor's swap file; a dangling link
                     continue
                 if S_ISREG(stat.st_mode):
-                    state[path] = (stat.st_mtime_ns, stat.st_size)
+                    state[path] = (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns, stat.st_ino)
         return state
 
     def changed_sources(self, before: dict, after: dict, written_elsewhere: set[str] = frozenset()) -> list[str]:
@@ -616,7 +620,7 @@ def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
             # A folder left without its record or notebook would fail jupyter-cache's mkdir.
             shutil.rmtree(notebook_folder(cache, hashkey), ignore_errors=True)
             record = cache.cache_notebook_bundle(
-                CacheBundleIn(notebook, uri, data={"execution_seconds": seconds}),
+                CacheBundleIn(notebook, uri, data={"execution_seconds": seconds, OUTPUTS_DIGEST: outputs_digest(notebook)}),
                 check_validity=False, overwrite=True,
             )
             cache.get_cache_bundle(record.pk)  # reads and parses the notebook just written
@@ -632,6 +636,22 @@ def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
 
 # What a cached execution gives a notebook's metadata (jupyter-cache's default).
 CACHED_METADATA = ("kernelspec", "language_info", "widgets")
+# In a cache record's data: the digest of the outputs stored, which a record read back must match.
+OUTPUTS_DIGEST = "book_outputs_digest"
+
+
+def outputs_digest(notebook) -> str:
+    """The digest of every code cell's outputs, as the page shows them: a cached notebook
+    changed after it was stored (by a cell of another page, say, which can write anywhere the
+    build can) no longer matches the digest its record was stored with."""
+    def plain(value):
+        return "".join(value) if isinstance(value, list) else value
+
+    shown = [[{key: ({kind: plain(data) for kind, data in value.items()} if key == "data" else plain(value))
+               for key, value in output.items() if key in ("output_type", "name", "text", "data", "ename", "evalue", "traceback")}
+              for output in cell.get("outputs", [])]
+             for cell in notebook.cells if cell.cell_type == "code"]
+    return hashlib.sha256(json.dumps(shown, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 def cached_notebook(cache, notebook) -> tuple[object, object, str]:
@@ -650,9 +670,12 @@ def cached_notebook(cache, notebook) -> tuple[object, object, str]:
     except (ValueError, ValidationError, IndexError) as error:  # truncated: NotJSONError
         why = f"its notebook is unreadable ({type(error).__name__})"
     else:
-        for cell, own in zip(merged.cells, notebook.cells, strict=True):
-            cell.source, cell.metadata = own.source, copy.deepcopy(own.metadata)
-        return record, merged, ""
+        if record.data.get(OUTPUTS_DIGEST) != outputs_digest(merged):
+            why = "its outputs were changed after they were stored"
+        else:
+            for cell, own in zip(merged.cells, notebook.cells, strict=True):
+                cell.source, cell.metadata = own.source, copy.deepcopy(own.metadata)
+            return record, merged, ""
     # Executing the page again loses nothing; the record would fail every build.
     drop(cache, record.hashkey)
     return None, None, why

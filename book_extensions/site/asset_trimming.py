@@ -619,6 +619,13 @@ TRIM_RECORD = "book-trimmed-sheets.json"  # in the doctrees: never published
 TRIMMING_STORE = "trimming-store"
 
 
+def trimming_store(app: Sphinx) -> Path:
+    """The store of :func:`parsed_sheet` and :func:`subset_icon_fonts`: beside the execution
+    caches, or the folder BOOK_TRIMMING_STORE names (the test suite's builds, each with a cache
+    of its own, share one)."""
+    return Path(os.environ.get("BOOK_TRIMMING_STORE") or Path(app.config.book_cache_root) / TRIMMING_STORE)
+
+
 def forget_trimmed_copies(app: Sphinx) -> None:
     """The sheets of :data:`TRIMMED` that the last build trimmed go when a build starts, so
     that each build trims them as their packages ship them: an extension may copy its sheet
@@ -680,8 +687,7 @@ def drop_plain_token_spans(app: Sphinx) -> None:
 
 
 def trim_build(app: Sphinx) -> None:
-    sizes = trim_site(Path(app.outdir), Path(app.doctreedir) / TRIM_RECORD,
-                      Path(app.config.book_cache_root) / TRIMMING_STORE)
+    sizes = trim_site(Path(app.outdir), Path(app.doctreedir) / TRIM_RECORD, trimming_store(app))
     logger.info("trimmed stylesheets: " + ", ".join(
         f"{name} {old // 1024} KB -> {new // 1024} KB" for name, (old, new) in sizes.items()))
 

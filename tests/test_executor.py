@@ -169,3 +169,34 @@ def test_each_build_has_a_page_executor_of_its_own(tmp_path):
     assert build.written_by_other_pages("page-b") == {f"{ROOT}/README.md"}
     before, after = {f"{ROOT}/a": (1, 1)}, {f"{ROOT}/a": (2, 1), f"{ROOT}/b": (1, 1)}
     assert build.changed_sources(before, after, {f"{ROOT}/b"}) == ["a"]
+
+
+@pytest.mark.unit
+def test_a_process_caught_in_exec_is_named_by_its_command_line_once_it_has_one(monkeypatch):
+    # A busy machine: when the cell ended, the shell it started was in exec, its command line
+    # empty, and the report said "sh"; by the time the page is stopped it reads whole.
+    import psutil
+
+    class Shell:
+        pid = 4242
+        lines = [[], ["sh", "-c", "sleep 3"], ["sleep", "3"]]
+
+        def status(self):
+            return psutil.STATUS_SLEEPING
+
+        def cmdline(self):
+            return self.lines.pop(0) if len(self.lines) > 1 else self.lines[0]
+
+        def name(self):
+            return "sh"
+
+    shell = Shell()
+    watched = runner.PageProcesses()
+    monkeypatch.setattr(watched.this, "children", lambda recursive: [shell])
+    watched.builds = set()
+    watched.cell_ended(0)
+    assert watched.started[shell] == (0, "sh")
+    watched.running(1)  # read again: the command line it was started with, by the same cell
+    assert watched.started[shell] == (0, "sh -c sleep 3")
+    watched.running(2)  # a command line read whole stays, whatever the process runs next
+    assert watched.started[shell] == (0, "sh -c sleep 3")

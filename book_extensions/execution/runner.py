@@ -271,6 +271,7 @@ class PageProcesses:
         self.builds = set(self.this.children(recursive=True))  # the build's own, not the page's
         self.kernel_pid: int | None = None
         self.started: dict[psutil.Process, tuple[int, str]] = {}  # -> (cell index, command line)
+        self.unnamed: set[psutil.Process] = set()  # noted by name only, for now
         self.after_cell: set[psutil.Process] = set()  # running when the latest cell ended
 
     def running(self, cell_index: int) -> set[psutil.Process]:
@@ -279,7 +280,14 @@ class PageProcesses:
         for process in set(self.this.children(recursive=True)) - self.builds:
             with suppress(psutil.Error):  # ended meanwhile
                 if process.pid != self.kernel_pid and process.status() != psutil.STATUS_ZOMBIE:
-                    self.started.setdefault(process, (cell_index, " ".join(process.cmdline()) or process.name()))
+                    command = " ".join(process.cmdline())
+                    if process not in self.started:
+                        self.started[process] = (cell_index, command or process.name())
+                        if not command:  # caught in exec, its command line not yet readable
+                            self.unnamed.add(process)
+                    elif process in self.unnamed and command:  # the cell that started it stays
+                        self.started[process] = (self.started[process][0], command)
+                        self.unnamed.discard(process)
                     found.add(process)
         return found
 

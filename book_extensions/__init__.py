@@ -24,7 +24,8 @@ in it does one job (its docstring says which) and, if it is an extension, has it
 - :mod:`.checks`: what the build refuses: :mod:`~.checks.page_sources` (what a page's source
   must be), :mod:`~.checks.parity` (the languages are the same book), :mod:`~.checks.prose`
   (no torch release named in prose, a language's terms), :mod:`~.checks.typography` (a CJK
-  edition's spacing and punctuation), :mod:`~.checks.remote_loads` (no output, and no page
+  edition's spacing and punctuation), :mod:`~.checks.unique_names` (a label, term or object
+  defined on one page, under parallel reads too), :mod:`~.checks.remote_loads` (no output, and no page
   of the site, loads or runs anything from other hosts) and :mod:`~.checks.leaked_paths` (no published file shows a build
   machine's folders);
 - :mod:`.site`: what the web site is made of: :mod:`~.site.readable_layout` (outputs, tables
@@ -76,7 +77,7 @@ or when the package leans somewhere no entry names.
 
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions <verb>`` imports only what its tool needs.
-    from .checks import page_sources, parity, prose, typography
+    from .checks import page_sources, parity, prose, typography, unique_names
     from .configuration import languages, settings
     from .editions import offline_builders
     from .execution import changed_pages, page_execution, page_state
@@ -90,9 +91,9 @@ def setup(app) -> dict:
     # book.css). The steps after a language is written are not here: site/post_build.py runs
     # them, in the order it declares.
     for module in (settings, page_state, changed_pages, search, languages, readable_layout, page_execution,
-                   offline_builders, page_sources,
+                   offline_builders, page_sources, unique_names,
                    parity, prose, typography, asset_trimming, device_page, release_changes,
                    exercises, meta_and_footer, provenance_page, post_build):
         module.setup(app)
     # env_version: what the environment holds per page (execution.page_state); a change reads every page again.
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 4}
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 5}

@@ -182,6 +182,23 @@ def test_sphinx_warnings_fail_the_build_and_are_all_reported(build_fixture):
     ])
 
 
+def test_a_name_defined_on_two_pages_fails_under_parallel_reads_too_and_again_unchanged(build_fixture):
+    # Sphinx warns of a second label, term or object only when it reads pages one by one; its
+    # parallel readers' findings are merged unchecked. Seven pages: enough for -j 2 to read in parallel.
+    duplicates = [("en/second.md", "function 'grad_of' (py) is defined on 2 pages: first, second"),
+                  ("en/second.md", "label 'leaves' (std) is defined on 2 pages: first, second"),
+                  ("en/second.md", "term 'leaf' (std) is defined on 2 pages: first, second")]
+    parallel = build_fixture("duplicate_names", "html", "--language", "en", "--jobs", "2")
+    assert parallel.returncode != 0
+    assert "duplicate label leaves" not in parallel.output  # read in parallel: Sphinx itself said nothing
+    assert_reported(parallel.output, duplicates)
+    assert not (parallel.site() / "en").exists()
+    # Nothing changed, the driver's own choice of processes: it fails again.
+    again = build_fixture("duplicate_names", "html", "--language", "en")
+    assert again.returncode != 0
+    assert_reported(again.output, duplicates)
+
+
 def test_a_page_cannot_raise_its_own_timeout(build_fixture):
     # jupyter-cache lets a notebook's "execution" metadata override the build's timeout.
     build = build_fixture("page_execution", "html", "--language", "en", sphinx=("-D", "nb_execution_timeout=3"))

@@ -7,6 +7,8 @@
   the words of its term list (:mod:`.term_list` reads that list, without Sphinx's application,
   so that the build driver checks it before Sphinx starts);
 - :mod:`.typography`: a CJK edition's spacing and punctuation (and a verb: long sentences);
+- :mod:`.unique_names`: a label, glossary term or object is defined on one page, also when
+  Sphinx reads pages in parallel (its merge of parallel readers' findings does not check);
 - :mod:`.remote_loads`: no cell's output makes its page load or run anything from another
   host (nor run a script at all), and the built site loads nothing from other hosts;
 - :mod:`.exercise_answers`: an exercise's declared answer, and whether the output of its cell

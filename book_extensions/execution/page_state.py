@@ -39,6 +39,7 @@ class PageState:
     children: list[str] = field(default_factory=list)  # the pages its tables of contents list, in order
     cell_sections: dict[int, str] = field(default_factory=dict)  # code cell number: its section's title
     exercises: list[dict] = field(default_factory=list)  # its exercises, checked (site/exercises.py), in order
+    names: set[tuple[str, str, str]] = field(default_factory=set)  # what it defines: (domain, type, name) (checks/unique_names)
     # What the page was read from (changed_pages): the digest of the text Sphinx parsed, and
     # of each file it depends on as it was before that build read it.
     source: str | None = None

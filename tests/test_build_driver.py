@@ -502,3 +502,34 @@ def test_a_published_file_edited_in_place_is_published_again(pages):
     assert again.returncode == 0, again.output
     assert "unchanged" not in again.output and "(read again: the published files changed)" in again.output
     assert page.read_text(encoding="utf8") == html
+
+
+def test_a_cell_that_writes_into_a_language_this_build_keeps_fails_it_until_that_language_is_built(tmp_path, fixture_cache):
+    # A kernel can write anywhere the build can: into the published site of a language that
+    # a --language build copies over as it is, where no check of Sphinx's looks.
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    first = build_book(docs, tmp_path, "html", cache=fixture_cache)
+    assert first.returncode == 0, first.output
+    zh, en = first.site() / "zh", first.site() / "en"
+    published = site_files(first.site())
+    # The path in hex: the cell's code is shown on its page, where a build path may not be.
+    cell = ("\n```{code-cell} ipython3\nimport pathlib\n"
+            f"zh = pathlib.Path(bytes.fromhex({str(zh).encode().hex()!r}).decode())\n"
+            "(zh / 'index.html').write_text((zh / 'index.html').read_text().replace('</body>', 'TAMPERED</body>'))\n"
+            "_ = (zh / 'evil.html').write_text('<script src=\"https://evil.example/y.js\"></script>')\n```\n")
+    for code in ("en", "zh"):
+        with (docs / code / "second.md").open("a", encoding="utf8") as page:
+            page.write(cell)
+    expected = ("error: [zh] the published site changed outside its own build (evil.html, index.html): "
+                "nothing is published; build zh again (--language zh, or the whole book)")
+    for _ in range(2):  # the second time with nothing changed
+        build = build_book(docs, tmp_path, "html", "--language", "en", cache=fixture_cache)
+        assert build.returncode == 1, build.output
+        assert expected in build.output.splitlines()
+        assert site_files(en) == {name[3:]: data for name, data in published.items() if name.startswith("en/")}
+    # Building zh (its cell writes into its own published site, which publishing then replaces)
+    # puts it right.
+    fixed = build_book(docs, tmp_path, "html", "--language", "zh", cache=fixture_cache)
+    assert fixed.returncode == 0, fixed.output
+    assert b"TAMPERED" not in (zh / "index.html").read_bytes() and not (zh / "evil.html").exists()

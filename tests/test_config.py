@@ -212,3 +212,20 @@ def test_a_compiled_catalog_older_than_its_po_is_dated_anew_so_sphinx_leaves_it(
     os.utime(mo, (1_000_000_000, 1_000_000_000))  # as a checkout leaves it: the .po newer
     build.compile_sphinx_catalogs()
     assert mo.read_bytes() == compiled and mo.stat().st_mtime_ns >= po.stat().st_mtime_ns
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("override", "problem"), [
+    # The pages would show no outputs while --record recorded them all.
+    ("nb_remove_code_outputs=1", "nb_remove_code_outputs is the book's to leave off: every page shows its "
+                                 "cells' outputs, and the record of the build holds what the pages show"),
+    ("nb_remove_code_outputs=yes", "nb_remove_code_outputs must be True or False, not str ('yes')"),
+    # A cell's warnings would vanish from its page.
+    ("nb_output_stderr=remove", "nb_output_stderr is the book's to set ('show'), not 'remove': what a cell "
+                                "prints to stderr (a warning) is shown with its other output"),
+])
+def test_what_every_page_shows_is_the_books_to_set(override, problem):
+    from book_extensions.configuration import settings
+
+    assert settings.problems(ROOT, ROOT / "docs", sphinx_args=["-D", override]) == [f"-D {override}: {problem}"]
+    assert settings.problems(ROOT, ROOT / "docs", sphinx_args=["-D", "nb_remove_code_outputs=0"]) == []

@@ -526,8 +526,40 @@ def built_at_once(args: argparse.Namespace, languages: list[Language], stop: Sto
     return results
 
 
+def published_sites(device_dir: Path, confdir: Path) -> dict[str, dict[str, str]]:
+    """Each published language's files and their digests."""
+    site = device_dir / publish.SITE
+    return {language.code: folder_files(site / language.code)
+            for language in book_languages(confdir) if (site / language.code).is_dir()}
+
+
+def changed_kept_sites(device_dir: Path, kept: list[str], before: dict[str, dict[str, str]]) -> list[str]:
+    """What is wrong with each published language this build keeps as it is: a cell of this
+    build may have written into it (a kernel can write anywhere the build can), or something
+    did since its own build (then it fails again, until that language is built again)."""
+    problems = []
+    for code in kept:
+        folder = device_dir / publish.SITE / code
+        if not folder.is_dir():
+            continue
+        now = folder_files(folder)
+        note = read_note(device_dir / "doctrees" / code)
+        # What its last build published: a note without "site" is of a build not published.
+        noted = note.get("files") if "site" in note else None
+        for expected in (before.get(code), noted if isinstance(noted, dict) else None):
+            if expected is not None and now != expected:
+                differ = sorted(name for name in expected.keys() | now.keys() if expected.get(name) != now.get(name))
+                problems.append(f"[{code}] the published site changed outside its own build "
+                                f"({', '.join(differ[:3])}{', …' if len(differ) > 3 else ''}): nothing is "
+                                f"published; build {code} again (--language {code}, or the whole book)")
+                break
+    return problems
+
+
 def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
     book = (code_parts(args), site_input_parts(args))  # digested once, for every language
+    device_dir = args.out / args.device
+    before = published_sites(device_dir, args.confdir) if args.builder == "html" else {}
     if args.builder == "html" and len(languages) > 1:
         results = built_at_once(args, languages, stop, book)
     else:
@@ -545,8 +577,13 @@ def build_languages(args: argparse.Namespace, languages: list[Language], stop: S
         print(f"error: the {args.builder} build failed for: {', '.join(failed)}", file=sys.stderr)
         return 1
     if args.builder == "html":
-        device_dir = args.out / args.device
         built = {code: inputs for code, (result, inputs) in results.items() if result == "built"}
+        kept = [language.code for language in book_languages(args.confdir) if language.code not in built]
+        changed = changed_kept_sites(device_dir, kept, before)
+        for line in changed:
+            print(f"error: {line}", file=sys.stderr)
+        if changed:
+            return 1
         if built:
             # Every language built: a signal now waits until the site is swapped in and noted,
             # so that it never stops the swap halfway (and the build then says it finished).

@@ -4,7 +4,8 @@ Sphinx writes each language into ``<out>/<device>/html-work/<language>/``, never
 site, ``<out>/<device>/html/``. Once every asked language has built, :func:`publish`
 assembles the next site beside the current one: a copy of each language just built (a
 copy, not hard links: Sphinx rewrites its files in place in the next build), the other
-languages of the book as the current site has them, and the site root's files
+languages of the book as the current site has them (the driver first checks that they are
+what their own builds published: ``build.changed_kept_sites``), and the site root's files
 (:mod:`..site.root_files`). Then two renames swap it in and the old site is deleted. A failed or
 stopped build never gets here, so the last good site stays as it was; a folder the book
 no longer has (a language removed from conf.py) is not carried over.

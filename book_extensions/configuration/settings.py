@@ -76,6 +76,18 @@ def in_interface_languages(value: str) -> str | None:
             f"book_extensions/locale/{value}/LC_MESSAGES/book.po (translate {known[-1]}'s), or use one of those")
 
 
+def outputs_shown(value: bool) -> str | None:
+    # The pages show every output, as the record of the build (--record) holds it.
+    return None if not value else ("is the book's to leave off: every page shows its cells' outputs, "
+                                   "and the record of the build holds what the pages show")
+
+
+def stderr_shown(value: str) -> str | None:
+    # A warning a cell prints is part of what the book shows (and of what it records).
+    return None if value == "show" else (f"is the book's to set ('show'), not {value!r}: "
+                                         "what a cell prints to stderr (a warning) is shown with its other output")
+
+
 def cache_mode(value: str) -> str | None:
     if value == "cache":
         return None
@@ -205,19 +217,21 @@ class BookConfig:
     book_output_limit: int = setting(100_000, types=int, check=positive)
     nb_execution_mode: str = setting("cache", types=str, check=cache_mode, registered_by="myst_nb")
     nb_execution_timeout: int = setting(30, types=int, check=positive, registered_by="myst_nb")
+    nb_remove_code_outputs: bool = setting(False, types=bool, check=outputs_shown, registered_by="myst_nb")
+    nb_output_stderr: str = setting("show", types=str, check=stderr_shown, registered_by="myst_nb")
     # Sphinx's default relaxes every doctest (read() checks it where conf.py leaves it out).
     doctest_default_flags: int = setting(SPHINX_DOCTEST_FLAGS, types=int, check=exact_doctests,
                                          registered_by="sphinx.ext.doctest")
 
 
-TYPE_NAMES = {str: "a string", int: "a whole number", list: "a list"}
+TYPE_NAMES = {str: "a string", int: "a whole number", list: "a list", bool: "True or False"}
 
 
 def value_problem(setting: Field, value: Any) -> str | None:
     """What is wrong with ``value`` for ``setting`` (a field of BookConfig or Language), or None."""
     expected, check = setting.metadata["types"], setting.metadata["check"]
     # bool is an int to Python, not to a reader of conf.py.
-    if not isinstance(value, expected) or isinstance(value, bool):
+    if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
         return f"must be {TYPE_NAMES[expected]}, not {type(value).__name__} ({value!r})"
     return check(value) if check else None
 
@@ -285,6 +299,8 @@ def read_resolved(confdir: Path, overrides: tuple[tuple[str, str], ...]) -> Book
         # Sphinx turns a -D value into the setting's type, like this.
         if types.get(name) is int:
             namespace[name] = int(value) if re.fullmatch(r"-?\d+", value) else value
+        elif types.get(name) is bool:
+            namespace[name] = {"0": False, "1": True}.get(value, value)
         elif name in types:
             namespace[name] = value
     return checked(namespace, lambda name: f"-D {name}={given[name]}" if name in given else shown(path, Path.cwd()))

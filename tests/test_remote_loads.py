@@ -298,8 +298,17 @@ def test_a_built_page_loads_nothing_from_another_host_even_so(remote_outputs, br
     ('<div style="background: url(https://img.example/bg.png)"></div>', ["https://img.example/bg.png"]),
     ('<style>@import "https://css.example/x.css";</style>', ["https://css.example/x.css"]),
     ('<iframe src="https://www.youtube.com/embed/x"></iframe>', ["https://www.youtube.com/embed/x"]),
-    # The site's own scripts run, but load from this site only; SVG and refresh as an output's.
-    ('<script>fetch("https://api.example/")</script>', []),
+    # The site's own scripts run, but fetch from this site only (raw HTML in prose is the site's
+    # too): a URL of another host in an inline script or an on* handler; a "//" comment is none.
+    ('<script>fetch("https://api.example/")</script>', ["https://api.example/"]),
+    ('<script>// a comment\nlet u = "//cdn.example/x.js"</script>', ["//cdn.example/x.js"]),
+    ('<script>// a comment\ntoggle("/en/")</script>', []),
+    ("<div onclick=\"fetch('https://v15.example/x')\">x</div>", ["https://v15.example/x"]),
+    ('<button onclick="toggleFullScreen()">x</button>', []),
+    # A frame's srcdoc is a whole document: what it loads, its scripts fetch.
+    ("<iframe srcdoc=\"<img src=https://v2.example/a.png><script>fetch('https://v3.example')</script>\"></iframe>",
+     ["https://v2.example/a.png", "https://v3.example"]),
+    # SVG and refresh as an output's.
     ('<svg><image xlink:href="https://img.example/a.png"/></svg>', ["https://img.example/a.png"]),
     ('<meta http-equiv="refresh" content="0; url=https://away.example/">', ["<meta http-equiv=refresh>"]),
     ('<link rel="dns-prefetch" href="//dns.example">', ["//dns.example"]),

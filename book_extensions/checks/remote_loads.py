@@ -16,7 +16,9 @@ script, font or image from elsewhere also tells that host who read it. Three lay
 - every page, stylesheet and SVG file written (:func:`check_build`): the same rules over the
   site's own HTML (the templates, raw HTML in a page's prose) and images (an SVG a page shows
   is a file a reader can open, where no policy holds), except that the site's own scripts
-  run; it names the file;
+  run, as long as no inline script or ``on*`` handler names another host's URL (raw HTML in
+  prose is the site's too), and a frame's ``srcdoc`` is read as the document it is; it names
+  the file;
 - every page of the site carries a Content-Security-Policy that lets the browser load
   and connect to this site only (:mod:`..site.meta_and_footer`), so what the two checks
   above miss still loads nothing from another host. The site's check reads pages with
@@ -82,6 +84,20 @@ def clean_url(value: str) -> str:
     return re.sub(r"[\t\n\r]", "", value.strip("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c"
                                                   "\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18"
                                                   "\x19\x1a\x1b\x1c\x1d\x1e\x1f\x20")).replace("\\", "/")
+
+
+# An absolute URL inside code the site runs (an inline script, an on* handler): with its scheme,
+# or protocol-relative right after a quote or parenthesis (not a "//" comment).
+CODE_URL = re.compile(r"""(?:\b(?:https?|wss?):|(?<=["'`(]))//[^\s"'`<>)\\]+""", re.I)
+
+
+def code_problems(code: str, own_host: str, what: str) -> Iterator[str]:
+    """What code the site runs would fetch from another host: any absolute URL in it
+    (its own scripts hold none; prose's raw HTML might)."""
+    for url in CODE_URL.findall(code):
+        problem = url_problem(url, own_host)
+        if problem:
+            yield f"{problem} ({what})"
 
 
 def shown(url: str, limit: int = 100) -> str:
@@ -167,6 +183,8 @@ def attribute_problems(element: str, name: str, value: str, own_host: str, *, re
     if name.startswith("on") and len(name) > 2:
         if not scripts:
             yield f"runs code ({what})"
+        else:
+            yield from code_problems(value, own_host, what)
         return
     if name == "style":
         yield from (f"{p} ({what})" for p in css_problems(value, own_host, sheet=False))
@@ -335,21 +353,25 @@ class ResourceFinder(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.own_host = own_host
         self.found: list[str] = []
-        self._in_style = False
+        self._in_style = self._in_script = False
 
     def handle_starttag(self, tag, attrs):
         values = {name: value or "" for name, value in attrs}
         # html.parser keeps "xlink:href" whole: the browser reads it as href in the XLink namespace.
         values = {name.removeprefix("xlink:"): value for name, value in values.items()}
         self.found += element_problems(None, tag, values, self.own_host, scripts=True)
-        self._in_style = tag == "style"
+        if "srcdoc" in values:  # a whole document, which the frame loads as it would any other
+            self._markup(values["srcdoc"])
+        self._in_style, self._in_script = tag == "style", tag == "script"
 
     def handle_endtag(self, tag):
-        if tag == "style":
-            self._in_style = False
+        if tag in ("style", "script"):
+            self._in_style = self._in_script = False
 
     def handle_data(self, data):
-        if self._in_style:
+        if self._in_script:
+            self.found += code_problems(data, self.own_host, "<script>")
+        elif self._in_style:
             # Inside an SVG's <style>, a CDATA section's text is the sheet; html.parser keeps the markers.
             sheet = re.sub(r"<!\[CDATA\[|\]\]>", " ", data)
             self.found += [f"{p} (<style>)" for p in css_problems(sheet, self.own_host, sheet=True)]

@@ -2,10 +2,12 @@
 (book_extensions/checks/leaked_paths.py), and no offline edition built from other sources
 (book_extensions/editions/offline_builders.py); the test suite's own execution caches (tests/books.py)."""
 
+import base64
 import json
 import re
 import sqlite3
 import zipfile
+import zlib
 from contextlib import closing
 from urllib.parse import quote
 
@@ -48,10 +50,21 @@ def test_every_written_form_of_a_path_is_found_and_only_a_path(tmp_path):
         "escaped.json": json.dumps({"where": f"{machine}/\u00e9"}, ensure_ascii=True),
         "at-the-end.svg": "<desc>drawn in /tmp</desc>",
         "not-a-path.js": "mount('/tmpfs'); load('/tmp.d'); const home = '/home/builder/my books';",
+        # What a cell can print of its folder: quoted whole, with backslashes, in capitals.
+        "all-quoted.txt": quote("/tmp/book-page-x/work", safe=""),
+        "all-quoted-lower.txt": quote(machine, safe="").lower(),
+        "backslashed.txt": "\\tmp\\book-page-x\\work",
+        "capitals.txt": machine.upper() + "/DOCS",
     }
     for name, text in written.items():
         (site / name).write_text(text, encoding="utf8")
-    (site / "figure.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe/tmp/x")  # binary: not read
+    # A figure's metadata, in a text chunk, plain and compressed; its pixels are not read.
+    (site / "figure.png").write_bytes(png(b"tEXt", b"Comment\0drawn in /tmp/x"))
+    (site / "squeezed.png").write_bytes(png(b"zTXt", b"Comment\0\0" + zlib.compress(f"{machine}/x".encode())))
+    (site / "pixels.png").write_bytes(png(b"IDAT", b"\xff\xfe/tmp/x"))
+    notebook = {"cells": [{"outputs": [{"data": {"image/png": base64.b64encode(
+        png(b"iTXt", b"Comment\0\0\0\0\0drawn in /tmp/x")).decode()}}]}]}
+    (site / "page.ipynb").write_text(json.dumps(notebook), encoding="utf8")
     with zipfile.ZipFile(site / "book.epub", "w") as epub:
         epub.writestr("EPUB/index.xhtml", f"<p>{machine}/docs</p>")
     found = {rel: kind for rel, kind, _ in leaks(site, paths)}
@@ -61,8 +74,23 @@ def test_every_written_form_of_a_path_is_found_and_only_a_path(tmp_path):
         "wrapped.html": "the repository root",
         "escaped.json": "the repository root",
         "at-the-end.svg": "the temp folder",
+        "all-quoted.txt": "the temp folder",
+        "all-quoted-lower.txt": "the repository root",
+        "backslashed.txt": "the temp folder",
+        "capitals.txt": "the repository root",
+        "figure.png": "the temp folder",
+        "squeezed.png": "the repository root",
+        "page.ipynb": "the temp folder",
         "book.epub:EPUB/index.xhtml": "the repository root",
     }
+
+
+def png(kind: bytes, body: bytes) -> bytes:
+    """A PNG file's bytes: its signature, one chunk (its checksum not checked) and the end."""
+    import struct
+
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I4s", len(body), kind) + body + b"\0" * 4 + \
+        struct.pack(">I4s", 0, b"IEND") + b"\0" * 4
 
 
 def fake_edition(build_out, stamp: str | None):

@@ -8,22 +8,29 @@ singlehtml and epub builds the offline editions are made from), every text file 
 the output, and every text file inside an EPUB, is searched for the build machine's
 folders: the repository, the sources, the configuration, the execution cache, the
 output, the toolchain and the Python it was made from, the user's home and the temp
-folder, each as written, URL-quoted (also inside ``file://`` addresses), HTML-escaped
-and JSON-escaped. Each file that holds one is one warning, which fails the build.
-Binary files (images, fonts, the PDF) are skipped: an image's bytes say nothing, and
-the PDF is printed from the singlehtml build checked here.
+folder, each as written, URL-quoted (also inside ``file://`` addresses, and with every
+slash quoted), HTML-escaped, JSON-escaped, with backslashes for slashes and in capitals.
+Each file that holds one is one warning, which fails the build. Every file's bytes are
+searched if it is text, and the text a binary file holds: a PNG's text chunks (a figure's
+metadata, compressed or not), also in a notebook's images. An image's pixels are not (their
+compressed bytes hold any short run by chance), nor the PDF's compressed streams: it is
+printed from the singlehtml build checked here.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import os
 import re
+import struct
 import sys
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 from urllib.parse import quote
 
@@ -66,7 +73,11 @@ def leak_pattern(paths: list[tuple[str, str]]) -> tuple[re.Pattern[bytes], dict[
     """One pattern for every way a file writes the paths, and what each written form is."""
     forms: dict[bytes, str] = {}
     for path, kind in paths:
-        for form in (path, quote(path), html.escape(path), json.dumps(path)[1:-1]):
+        encoded = quote(path, safe="")  # every slash too: %2Fhome%2F…
+        backslashed = path.replace("/", "\\")  # as a Windows path, or a string's escapes
+        for form in (path, quote(path), encoded, re.sub("%[0-9A-F]{2}", lambda m: m.group().lower(), encoded),
+                     html.escape(path), json.dumps(path)[1:-1], backslashed, json.dumps(backslashed)[1:-1],
+                     path.upper()):
             forms.setdefault(form.encode(), kind)
     # Longest first: a path inside the home (the toolchain) is named for what it is.
     alternatives = sorted(forms, key=len, reverse=True)
@@ -77,11 +88,15 @@ def leak_pattern(paths: list[tuple[str, str]]) -> tuple[re.Pattern[bytes], dict[
 # :mod:`..site.readable_layout` lets a long output wrap between a path's folders: "/<wbr>home/<wbr>…"
 # (XHTML: "<wbr/>").
 LINE_BREAK_CHANCES = (b"<wbr>", b"<wbr/>")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def text_files(outdir: Path) -> Iterator[tuple[str, bytes]]:
-    """(name relative to outdir, bytes) for every UTF-8 file, and every one inside an EPUB;
-    the text of an (X)HTML file as a reader sees it, without its line-break chances."""
+def published_text(outdir: Path) -> Iterator[tuple[str, bytes]]:
+    """(name relative to outdir, bytes) for every UTF-8 file and every one inside an EPUB,
+    the text of an (X)HTML file as a reader sees it, without its line-break chances; and
+    the text a binary file holds: a PNG's text chunks (compressed ones inflated), also those
+    of a notebook's images (base64). An image's pixels are not read: compressed, they hold
+    any short run of bytes by chance."""
     for path in sorted(outdir.rglob("*")):
         if not path.is_file():
             continue
@@ -96,6 +111,8 @@ def text_files(outdir: Path) -> Iterator[tuple[str, bytes]]:
                 for chance in LINE_BREAK_CHANCES:
                     data = data.replace(chance, b"")
                 yield name, data
+            for inner in held(name, data):
+                yield name, inner
 
 
 def is_text(data: bytes) -> bool:
@@ -104,6 +121,48 @@ def is_text(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def held(name: str, data: bytes) -> Iterator[bytes]:
+    """The text a file holds in another encoding than its bytes: a PNG's text chunks,
+    inflated, also those of a notebook's PNG images."""
+    if data.startswith(PNG_SIGNATURE):
+        yield from png_text(data)
+    elif name.endswith(".ipynb"):
+        try:
+            cells = json.loads(data).get("cells", [])
+        except (ValueError, AttributeError):
+            return
+        for cell in cells if isinstance(cells, list) else []:
+            for output in cell.get("outputs", []) if isinstance(cell, dict) else []:
+                for mime_type, payload in (output.get("data") or {}).items() if isinstance(output, dict) else []:
+                    if mime_type == "image/png" and isinstance(payload, str):
+                        with suppress(ValueError):
+                            yield from png_text(base64.b64decode(payload))
+
+
+def png_text(data: bytes) -> Iterator[bytes]:
+    """The text of a PNG's tEXt, zTXt and iTXt chunks (keyword and value; compressed ones inflated)."""
+    if not data.startswith(PNG_SIGNATURE):
+        return
+    at = len(PNG_SIGNATURE)
+    while at + 12 <= len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + length]
+        at += 12 + length
+        with suppress(zlib.error, ValueError):
+            if kind == b"tEXt":
+                yield body
+            elif kind == b"zTXt":
+                keyword, _, rest = body.partition(b"\0")
+                yield keyword + b"\0" + zlib.decompress(rest[1:])
+            elif kind == b"iTXt":
+                keyword, _, rest = body.partition(b"\0")
+                compressed, rest = rest[:1], rest[2:]
+                language, _, rest = rest.partition(b"\0")
+                translated, _, text = rest.partition(b"\0")
+                yield b"\0".join((keyword, language, translated,
+                                   zlib.decompress(text) if compressed == b"\1" else text))
 
 
 def excerpt(data: bytes, start: int, end: int, around: int = 40) -> str:
@@ -115,7 +174,7 @@ def leaks(outdir: Path, paths: list[tuple[str, str]]) -> list[tuple[str, str, st
     """(file relative to outdir, what the path is, the text around it): the first in each file."""
     pattern, forms = leak_pattern(paths)
     found = []
-    for rel, data in text_files(outdir):
+    for rel, data in published_text(outdir):
         # bytes.find is much faster than the pattern: most files hold no path at all.
         if not any(form in data for form in forms):
             continue

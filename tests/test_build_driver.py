@@ -190,6 +190,20 @@ def test_a_cache_inside_the_output_folder_is_refused(tmp_path, cache):
     assert not out.exists()
 
 
+def test_results_naming_a_file_is_refused_before_anything_runs(tmp_path):
+    # It was "[Errno 17] File exists" after the site was built and published (attack 2, case 27a).
+    results, out = tmp_path / "results", tmp_path / "out"
+    results.write_text("not a folder\n", encoding="utf8")
+    build = subprocess.run(
+        [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--language", "en", "--record",
+         "--docs", str(FIXTURES / "driver_pages" / "docs"), "--out", str(out), "--cache-root", str(tmp_path / "c"),
+         "--results", str(results)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert (build.returncode, build.stdout + build.stderr) == (2, (
+        f"error: --results {results} is a file: it names the folder --record writes <device>.json into; "
+        "choose a folder\n"))
+    assert not out.exists() and results.read_text(encoding="utf8") == "not a folder\n"
+
+
 def test_a_home_page_that_is_not_utf8_is_one_line_before_sphinx_starts(tmp_path):
     # Set aside like any undecodable page, the home page left Sphinx to crash (attack case 36).
     docs = tmp_path / "docs"

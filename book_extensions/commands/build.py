@@ -214,6 +214,9 @@ def misplaced_folder(args: argparse.Namespace) -> str | None:
         if folder.is_relative_to(args.docs):
             return (f"{option} {folder} is inside the docs folder {args.docs}: every page would see "
                     f"the build change its sources; choose a folder outside it")
+    if args.record and args.results.exists() and not args.results.is_dir():
+        return (f"--results {args.results} is a file: it names the folder --record writes "
+                f"<device>.json into; choose a folder")
     if args.cache_root.is_relative_to(args.out) or args.out.is_relative_to(args.cache_root):
         return (f"--cache-root {args.cache_root} and --out {args.out} overlap: publishing would copy the "
                 f"execution cache into the site or delete it; choose folders apart")

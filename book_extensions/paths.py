@@ -8,6 +8,8 @@ Standard library only, and importing nothing of the package: the noxfile, the bu
 from __future__ import annotations
 
 import os
+import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent  # book_extensions/: its locale/, static/, templates/
@@ -55,13 +57,18 @@ def shown(path: str | os.PathLike, base: Path = ROOT) -> str:
 
 
 def write_atomically(path: Path, data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all: into ``<name>.partial``
-    beside it, then renamed over it, so that a reader, or a build stopped halfway, finds the old
-    file or the new one, never half of one. No fsync: what it guards against is a stopped
-    process, not a power cut. One writer at a time: two would share the partial file."""
-    partial = path.with_name(f"{path.name}.partial")
-    if isinstance(data, str):
-        partial.write_text(data, encoding="utf8")
-    else:
-        partial.write_bytes(data)
-    os.replace(partial, path)
+    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all: into a partial file of
+    its own beside it (``.<name>.<random>.partial``), then renamed over it, so that a reader, or
+    a build stopped halfway, finds the old file or the new one, never half of one; writers at
+    once each rename their own (the last one wins). A failed write leaves no partial file. No
+    fsync: what it guards against is a stopped process, not a power cut."""
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data.encode("utf8") if isinstance(data, str) else data)
+        os.chmod(partial, 0o644)  # as a file written the usual way (mkstemp's is 0600)
+        os.replace(partial, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(partial)
+        raise

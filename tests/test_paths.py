@@ -42,8 +42,20 @@ def test_a_file_is_written_whole_or_not_at_all(tmp_path):
     assert note.read_bytes() == "第一版\n".encode()
     write_atomically(note, b"\x00binary")
     assert note.read_bytes() == b"\x00binary" and sorted(p.name for p in tmp_path.iterdir()) == ["note.json"]
-    # A write that fails leaves the file as it was.
-    (tmp_path / "note.json.partial").mkdir()
-    with pytest.raises(IsADirectoryError):
-        write_atomically(note, "second")
-    assert note.read_bytes() == b"\x00binary"
+    # A write that fails leaves the file as it was, and no partial file.
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("os.replace", full_disk)
+        with pytest.raises(OSError, match="No space left"):
+            write_atomically(note, "second")
+    assert note.read_bytes() == b"\x00binary" and sorted(p.name for p in tmp_path.iterdir()) == ["note.json"]
+    # Writers at once (two languages' builds keeping the same store entry) each write their own.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda n: write_atomically(note, f"writer {n % 2}\n" * 10_000), range(64)))
+    assert note.read_text(encoding="utf8") in ("writer 0\n" * 10_000, "writer 1\n" * 10_000)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["note.json"]
+    assert note.stat().st_mode & 0o777 == 0o644

@@ -216,9 +216,14 @@ class CheckedClient(NotebookClient):
         return None
 
 
+def code_cell_number(notebook, index: int) -> int:
+    """The number of ``notebook.cells[index]`` among the notebook's code cells, from 1."""
+    return sum(cell.cell_type == "code" for cell in notebook.cells[: index + 1])
+
+
 def code_cell(notebook, index: int) -> str:
     """How messages name ``notebook.cells[index]``: "code cell 2"."""
-    return f"code cell {sum(1 for cell in notebook.cells[: index + 1] if cell.cell_type == 'code')}"
+    return f"code cell {code_cell_number(notebook, index)}"
 
 
 @dataclass
@@ -435,8 +440,8 @@ class PageRunner:
             if cell.cell_type == "code":  # nbclient calls this for Markdown cells too
                 running["cell"] = cell_index
                 if self.doctrees is not None:
-                    number = sum(c.cell_type == "code" for c in notebook.cells[: cell_index + 1])
-                    running_cells.note(self.doctrees, page, number, cell_line(notebook, cell_index))
+                    running_cells.note(self.doctrees, page, code_cell_number(notebook, cell_index),
+                                       cell_line(notebook, cell_index))
 
         def on_cell_executed(cell, cell_index: int, execute_reply) -> None:
             processes.cell_ended(cell_index)
@@ -646,20 +651,25 @@ def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
 CACHED_METADATA = ("kernelspec", "language_info", "widgets")
 # In a cache record's data: the digest of the outputs stored, which a record read back must match.
 OUTPUTS_DIGEST = "book_outputs_digest"
+# What of an output the page shows (not its metadata, which jupyter-cache may rewrite).
+SHOWN_OUTPUT_KEYS = ("output_type", "name", "text", "data", "ename", "evalue", "traceback")
 
 
 def outputs_digest(notebook) -> str:
     """The digest of every code cell's outputs, as the page shows them: a cached notebook
     changed after it was stored (by a cell of another page, say, which can write anywhere the
     build can) no longer matches the digest its record was stored with."""
-    def plain(value):
+    def plain(value):  # a multiline string may be stored as a list of lines
         return "".join(value) if isinstance(value, list) else value
 
-    shown = [[{key: ({kind: plain(data) for kind, data in value.items()} if key == "data" else plain(value))
-               for key, value in output.items() if key in ("output_type", "name", "text", "data", "ename", "evalue", "traceback")}
-              for output in cell.get("outputs", [])]
-             for cell in notebook.cells if cell.cell_type == "code"]
-    return hashlib.sha256(json.dumps(shown, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    def shown(output) -> dict:
+        kept = {key: plain(value) for key, value in output.items() if key in SHOWN_OUTPUT_KEYS}
+        if "data" in output:
+            kept["data"] = {kind: plain(data) for kind, data in output["data"].items()}
+        return kept
+
+    every = [[shown(output) for output in cell.get("outputs", [])] for cell in notebook.cells if cell.cell_type == "code"]
+    return hashlib.sha256(json.dumps(every, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 def cached_notebook(cache, notebook) -> tuple[object, object, str]:
@@ -767,8 +777,7 @@ class PageClient(NotebookClientBase):
             "traceback": None,
             "book_executed": True,
             "book_cell": result.cell,
-            "book_cell_number": sum(cell.cell_type == "code" for cell in self.notebook.cells[: result.cell + 1])
-            if failed else None,
+            "book_cell_number": code_cell_number(self.notebook, result.cell) if failed else None,
             "book_cell_line": cell_line(self.notebook, result.cell) if failed else None,
             "book_detail": result.detail,
         }

@@ -39,12 +39,12 @@ brackets are the parser's business, whitespace stays as tinycss2 gives it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,7 +140,7 @@ def parsed_sheet(css: str, store: Path | None) -> list[Node]:
     parsed anew; each call gets nodes of its own (trimming changes them)."""
     if store is None:
         return parse(css)
-    digest = hashlib.sha256(Path(__file__).read_bytes() + tinycss2.__version__.encode() + b"\0" + css.encode())
+    digest = hashlib.sha256(module_bytes() + tinycss2.__version__.encode() + b"\0" + css.encode())
     entry = store / f"{digest.hexdigest()}.json"
     try:
         kept = json.loads(entry.read_text(encoding="utf8"))
@@ -443,7 +443,7 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int], stor
         relative = url.group(1).rsplit("/", 1)[0] + "/" + target.name
         subset_face = face[:url.start()] + f'url({relative}) format("woff2")' + face[url.end():]
         cut = None if store is None else store / (hashlib.sha256(
-            Path(__file__).read_bytes() + source.read_bytes() + ",".join(map(str, sorted(codepoints))).encode()
+            module_bytes() + source.read_bytes() + ",".join(map(str, sorted(codepoints))).encode()
         ).hexdigest() + ".woff2")
         if cut is not None and cut.is_file():  # empty: the font has none of the characters
             if cut.stat().st_size:
@@ -453,10 +453,10 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int], stor
         font = TTFont(source, recalcTimestamp=False)  # the cut is the same bytes in every build
         wanted = codepoints & set(font.getBestCmap())
         if not wanted:
-            keep_cut(cut, b"")
+            store_entry(cut, b"")
             continue
         if already_subset(target, font, wanted):  # an earlier build's, of the same font
-            keep_cut(cut, target.read_bytes())
+            store_entry(cut, target.read_bytes())
             kept.append(parse(subset_face)[0])
             continue
         options = subset.Options()
@@ -471,30 +471,26 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int], stor
             chatter.setLevel(level)
         font.flavor = "woff2"
         font.save(target)
-        keep_cut(cut, target.read_bytes())
+        store_entry(cut, target.read_bytes())
         kept.append(parse(subset_face)[0])  # the same face, its src replaced
     return kept
 
 
-def keep_cut(cut: Path | None, data: bytes) -> None:
-    if cut is not None:
-        store_entry(cut, data)
+@functools.cache
+def module_bytes() -> bytes:
+    """This module's source, read once: every entry of the store is keyed on it."""
+    return Path(__file__).read_bytes()
 
 
-def store_entry(entry: Path, data: bytes) -> None:
-    """Write ``entry`` of the store whole or not at all. Builds of both languages may write the
-    same entry at once (the same bytes): each through a file of its own. A store that cannot be
-    written is left as it is (what it would have kept is made again next time)."""
-    partial = None
-    try:
+def store_entry(entry: Path | None, data: bytes) -> None:
+    """Keep ``entry`` in the store (none: no store). Builds of both languages may write the
+    same entry at once (the same bytes). A store that cannot be written is left as it is
+    (what it would have kept is made again next time)."""
+    if entry is None:
+        return
+    with contextlib.suppress(OSError):
         entry.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=entry.parent, prefix=f".{entry.name}.", delete=False) as partial:
-            partial.write(data)
-        os.replace(partial.name, entry)
-    except OSError:
-        if partial is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(partial.name)
+        write_atomically(entry, data)
 
 
 def already_subset(target: Path, font, wanted: set[int]) -> bool:
@@ -576,7 +572,7 @@ def trim_site(outdir: Path, record: Path | None = None, store: Path | None = Non
 
 def inputs_key(static: Path, before: dict[Path, str], words: Vocabulary, styles: str, scripts: str) -> str:
     """The digest of everything trimming reads, this module's code included."""
-    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest = hashlib.sha256(module_bytes())
     parts = [*(f"{path.relative_to(static).as_posix()}\0{text}" for path, text in sorted(before.items())),
              " ".join(sorted(words.classes)), " ".join(sorted(words.ids)), " ".join(sorted(words.elements)),
              styles, scripts]

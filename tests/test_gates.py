@@ -73,7 +73,10 @@ def test_faults_in_one_page_are_reported_with_the_rest(build_fixture):
     assert "folder: [] False" in (build.work() / "en" / "scratch.html").read_text(encoding="utf8")
 
 
-def test_a_page_that_changes_the_sources_fails_and_is_not_cached(tmp_path):
+def test_a_page_that_changes_the_sources_fails_and_is_not_cached(tmp_path, monkeypatch):
+    # The executor's own comparison, the guard where Linux has no Landlock: the kernel's
+    # sandbox (kernel/sandbox.py, tests/test_kernel_sandbox.py) would refuse the write.
+    monkeypatch.setenv("BOOK_KERNEL_SANDBOX", "off")
     docs = tmp_path / "docs"
     shutil.copytree(FIXTURES / "unexpected_errors" / "docs", docs)
     written = docs / "en" / "written.txt"
@@ -88,7 +91,10 @@ def test_a_page_that_changes_the_sources_fails_and_is_not_cached(tmp_path):
         written.unlink()
 
 
-def test_a_source_rewritten_by_a_subprocess_with_its_size_and_time_kept_is_found(tmp_path):
+def test_a_source_rewritten_by_a_subprocess_with_its_size_and_time_kept_is_found(tmp_path, monkeypatch):
+    # The executor's own comparison, the guard where Linux has no Landlock: the kernel's
+    # sandbox (kernel/sandbox.py, tests/test_kernel_sandbox.py) would refuse the write.
+    monkeypatch.setenv("BOOK_KERNEL_SANDBOX", "off")
     # Attack 2, case 16: a subprocess (which the kernel's audit of writes does not see) changed
     # another page at the same size and put its modification time back with `touch -r`.
     docs = tmp_path / "docs"

@@ -97,7 +97,10 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
                  "declare expect_error: {type: ..., message: ...} instead", location, "expect_error")
         if "expect_error" not in cell.metadata:
             if raised:
-                warn(f"{where} raised {raised}", location, "cell_error")
+                # Most likely the kernel's sandbox (kernel/sandbox.py) refused a write.
+                hint = ("; a page's kernel may write only in its working folder and its temporary files"
+                        if errors[0].ename == "PermissionError" else "")
+                warn(f"{where} raised {raised}{hint}", location, "cell_error")
             continue
         expected = expectation(cell.metadata)
         if isinstance(expected, str):

@@ -64,8 +64,6 @@ HOME_FOLDERS = {"HOME": "", "XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".ca
 # Passed on from the build's environment because a kernel may need them to run at all (a GPU
 # machine's libraries and devices), and keyed: their values are part of the cache's name.
 PASSED_AND_KEYED = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH")
-# Passed on, not keyed: where temporary files go changes no output (a path shown is refused).
-PASSED = ("TMPDIR",)
 # The kernel spec every page names (its front matter's kernelspec.name): a page naming another is
 # refused (execution/runner.py), and this one's kernel.json is keyed (:func:`kernel_spec_digest`).
 KERNEL_NAME = "python3"
@@ -162,7 +160,7 @@ def staged_kernel_package(folder: Path) -> Path:
 
 def kernel_environment(device: str, home: Path, package: Path, environ=None) -> dict[str, str]:
     """The whole environment of a page's kernel: nothing of ``environ`` (default this process's)
-    but what :data:`PASSED_AND_KEYED` and :data:`PASSED` name and the PYTHONPATH entries
+    but what :data:`PASSED_AND_KEYED` names and the PYTHONPATH entries
     :func:`repository_paths` keeps. ``home``: an empty folder of the page's own; ``package``:
     the folder holding the staged kernel package."""
     environ = os.environ if environ is None else environ
@@ -172,7 +170,7 @@ def kernel_environment(device: str, home: Path, package: Path, environ=None) -> 
            "PYTHONPATH": os.pathsep.join([str(package), *repository_paths(environ)]),
            "PYTHONSTARTUP": str(package / "book_extensions" / "kernel" / "startup.py"),
            "BOOK_DEVICE": device}
-    env.update({name: environ[name] for name in (*PASSED_AND_KEYED, *PASSED) if name in environ})
+    env.update({name: environ[name] for name in PASSED_AND_KEYED if name in environ})
     for name, sub in HOME_FOLDERS.items():
         folder = home / sub
         folder.mkdir(parents=True, exist_ok=True)

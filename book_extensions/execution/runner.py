@@ -18,7 +18,10 @@ This replaces myst-nb's client for ``nb_execution_mode = "cache"``
   page runs.
 
 Here kernels talk over IPC sockets (no ports), every page runs in an empty scratch
-folder, failures are reported with the page and cell, and every cache access holds one
+folder, which holds its temporary files too and is all its kernel may write
+(:mod:`..kernel.sandbox`, where Linux has Landlock; ``BOOK_KERNEL_SANDBOX=off`` in the
+build's environment turns it off, as the tests of the comparisons below do), failures are
+reported with the page and cell, and every cache access holds one
 lock per cache. Each output is judged as it arrives (:class:`CheckedClient`: a cell
 over the output limit stops its page at once). The book's repository (every file git
 does not ignore, and the docs) is compared before and after each page, and the kernel
@@ -81,11 +84,26 @@ CONTROL_CHARACTER = re.compile(r"(?!\x1b\[[0-9;]*m)[\x00-\x08\x0b\x0c\x0e-\x1f\x
 
 
 class IpcKernelManager(AsyncKernelManager):
-    """A kernel on IPC sockets, which cannot collide."""
+    """A kernel on IPC sockets, which cannot collide, started through :mod:`..kernel.sandbox`
+    (it may write only in ``writable``) unless ``writable`` is None."""
+
+    writable: list[str] | None = None
 
     @default("transport")
     def _transport_default(self) -> str:
         return "ipc"
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        command = super().format_kernel_cmd(extra_arguments)
+        if self.writable is None:
+            return command
+        options = [part for path in self.writable for part in ("--writable", path)]
+        return [command[0], "-m", "book_extensions.kernel.sandbox", *options, "--", *command]
+
+
+# Set to "off" in the build's environment: kernels may write anywhere the build can, as where
+# Linux has no Landlock; the tests of the executor's comparisons, the guard that remains then, use it.
+SANDBOX_VARIABLE = "BOOK_KERNEL_SANDBOX"
 
 
 def escape_control_characters(output) -> str | None:
@@ -465,6 +483,10 @@ class PageRunner:
             sockets.mkdir()
             work.mkdir()
             manager = IpcKernelManager(kernel_name=kernel_inputs.KERNEL_NAME, ip=str(sockets / "kernel"))
+            if os.environ.get(SANDBOX_VARIABLE) != "off":
+                # Its own folders, the terminal devices and shared memory, and the log of writes.
+                manager.writable = [scratch, parent, "/dev",
+                                    *([str(self.writes_log)] if self.writes_log is not None else [])]
             client = CheckedClient(
                 notebook,
                 km=manager,
@@ -509,6 +531,11 @@ class PageRunner:
             environment = kernel_inputs.kernel_environment("cpu", Path(scratch, "home"), package=package)
         else:
             environment = self.kernel_environment(Path(scratch, "home"))
+        # Temporary files in the page's folder, which a sandboxed kernel may write (and which
+        # goes with the page): torch.compile's caches, a distributed run's file store.
+        temporary = Path(scratch, "tmp")
+        temporary.mkdir(exist_ok=True)
+        environment["TMPDIR"] = str(temporary)
         if self.writes_log is not None:  # read by kernel/writes.py
             environment.update(BOOK_WRITES_LOG=str(self.writes_log), BOOK_PAGE_ID=scratch,
                                BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))

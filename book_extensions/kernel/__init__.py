@@ -4,7 +4,9 @@
   warnings without paths, output flushed once per cell);
 - :mod:`.figures`: the computational-graph figures that pages draw;
 - :mod:`.writes`: notes the files a page writes in the book's repository (an audit hook),
-  so that the build blames the page that wrote them.
+  so that the build blames the page that wrote them;
+- :mod:`.sandbox`: starts the kernel able to write only in the page's own folders (Linux
+  Landlock), so that a cell cannot change the sources, the execution cache or the site.
 
 Everything here is part of the execution cache's key: editing it re-executes the book.
 """

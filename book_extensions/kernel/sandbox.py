@@ -1,0 +1,101 @@
+"""Starts a page's kernel able to write only in its own folders (Linux Landlock).
+
+A kernel runs as the build's user, so without this it could write anything the build can:
+the book's sources, another page's outputs in the execution cache together with the digest
+they are checked against, the published site. The executor compares the repository before
+and after each page and the site before publishing, which sees a change but cannot undo
+what it did not see (a cache record rewritten whole, digest and all). Here the kernel's
+process, and every process it starts, gets from the Linux kernel itself a write access to
+the page's scratch folder (its working folder, home and temporary files), its sockets,
+``/dev`` and the build's log of writes, and to nothing else: a cell writing elsewhere
+raises ``PermissionError``. Reading is not restricted.
+
+Run by the executor as ``python -m book_extensions.kernel.sandbox --writable PATH ...
+-- KERNEL COMMAND``, with the kernel's environment. Where the Linux kernel has no Landlock
+(before 5.13, or turned off) the command runs as it is, and the executor's comparisons are
+the only guard: :func:`abi` says which.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import sys
+
+# linux/landlock.h (the syscall numbers are the same on x86-64 and arm64).
+CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
+CREATE_RULESET_VERSION = 1
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS = 38
+WRITE_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
+MAKES = sum(1 << bit for bit in range(6, 13))  # char, dir, regular file, socket, fifo, block, symlink
+REFER, TRUNCATE = 1 << 13, 1 << 14  # Landlock ABI 2 and 3
+
+
+def _syscall():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+def abi() -> int:
+    """The Landlock ABI version this Linux kernel offers; 0: none."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    version = _syscall().syscall(CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
+    return max(int(version), 0)
+
+
+def handled(version: int) -> int:
+    """Every way of changing the file system this ABI can refuse (reading is left alone)."""
+    rights = WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKES
+    if version >= 2:
+        rights |= REFER
+    if version >= 3:
+        rights |= TRUNCATE
+    return rights
+
+
+def restrict(writable: list[str]) -> bool:
+    """Allow this process and its children to change only what is under ``writable`` (folders,
+    or files: a file may be written, not replaced). False where Landlock is missing."""
+    version = abi()
+    if not version:
+        return False
+    libc, rights = _syscall(), handled(version)
+    attr = struct.pack("=Q", rights)
+    ruleset = libc.syscall(CREATE_RULESET, ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
+    try:
+        for path in writable:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                allowed = rights if os.path.isdir(path) else rights & (WRITE_FILE | TRUNCATE)
+                rule = struct.pack("=Qi", allowed, fd)
+                if libc.syscall(ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH),
+                                ctypes.c_char_p(rule), ctypes.c_uint32(0)) < 0:
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
+            finally:
+                os.close(fd)
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 or \
+                libc.syscall(RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
+            raise OSError(ctypes.get_errno(), f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(ruleset)
+    return True
+
+
+def main(argv: list[str]) -> None:
+    if "--" not in argv:
+        sys.exit("usage: python -m book_extensions.kernel.sandbox [--writable PATH]... -- COMMAND...")
+    split = argv.index("--")
+    options, command = argv[:split], argv[split + 1:]
+    writable = [options[i + 1] for i, option in enumerate(options) if option == "--writable"]
+    restrict(writable)
+    os.execvp(command[0], command)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

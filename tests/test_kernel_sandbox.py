@@ -1,0 +1,82 @@
+"""A page's kernel writes only in its own folders (book_extensions/kernel/sandbox.py): not the
+sources, not the execution cache, not the site, whatever the executor's comparisons see."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+from books import FIXTURES, ROOT, build_book
+
+from book_extensions.kernel import sandbox
+
+needs_landlock = pytest.mark.skipif(not sandbox.abi(), reason="this Linux kernel has no Landlock")
+
+PROBE = """
+import os, subprocess, sys
+allowed, refused = sys.argv[1], sys.argv[2]
+open(os.path.join(allowed, "a"), "w").write("x")
+for name, act in [("open", lambda: open(os.path.join(refused, "b"), "w")),
+                  ("rename", lambda: os.rename(os.path.join(allowed, "a"), os.path.join(refused, "a"))),
+                  ("mkdir", lambda: os.mkdir(os.path.join(refused, "d"))),
+                  ("shell", lambda: subprocess.run(["sh", "-c", f"echo x > {refused}/c"], check=True,
+                                                   stderr=subprocess.DEVNULL))]:
+    try:
+        act()
+        print(name, "written")
+    except (OSError, subprocess.CalledProcessError):
+        print(name, "refused")
+open(os.devnull, "w").write("x")
+print(sorted(os.listdir(allowed)))
+"""
+
+
+@pytest.mark.unit
+@needs_landlock
+def test_a_sandboxed_process_and_its_children_write_only_where_they_may(tmp_path):
+    allowed, refused = tmp_path / "allowed", tmp_path / "refused"
+    allowed.mkdir()
+    refused.mkdir()
+    result = subprocess.run([sys.executable, "-m", "book_extensions.kernel.sandbox", "--writable", str(allowed),
+                             "--writable", "/dev", "--", sys.executable, "-c", PROBE, str(allowed), str(refused)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["open refused", "rename refused", "mkdir refused", "shell refused", "['a']"]
+    assert list(refused.iterdir()) == []
+    # Without the sandbox the same program writes everywhere: the probe can tell.
+    unconfined = subprocess.run([sys.executable, "-c", PROBE, str(allowed), str(refused)],
+                                capture_output=True, text=True, timeout=60)
+    assert "open written" in unconfined.stdout.splitlines()
+
+
+@pytest.mark.fixture
+@needs_landlock
+def test_a_cell_cannot_write_the_sources_the_cache_or_the_site(tmp_path):
+    # Attack 3, case 16: a cell rewrote another page's cached notebook and the digest its record
+    # is checked against; no comparison after the page can tell that from a good record.
+    docs, cache = tmp_path / "docs", tmp_path / "cache"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    first = build_book(docs, tmp_path, "html", "--language", "en", cache=cache)
+    assert first.returncode == 0, first.output
+    stored = {path: path.read_bytes() for path in cache.rglob("*.ipynb")}
+    targets = {"source": docs / "en" / "index.md", "site": first.site() / "en" / "index.html",
+               "cache database": next(cache.rglob("global.db")), "cached notebook": next(iter(stored))}
+    source = targets["source"].read_bytes()
+    # The paths in hex: the cell's code is shown on its page, where a build path may not be.
+    lines = ["import pathlib"] + [
+        f"try:\n    pathlib.Path(bytes.fromhex({str(path).encode().hex()!r}).decode()).write_bytes(b'x')\n"
+        f"    print({name!r}, 'written')\nexcept PermissionError:\n    print({name!r}, 'refused')"
+        for name, path in targets.items()]
+    cell = "\n```{code-cell} ipython3\n" + "\n".join(lines) + "\n```\n"
+    for code in ("en", "zh"):
+        with (docs / code / "second.md").open("a", encoding="utf8") as page:
+            page.write(cell)
+    build = build_book(docs, tmp_path, "html", "--language", "en", cache=cache)
+    assert build.returncode == 0, build.output
+    shown = (build.site() / "en" / "second.html").read_text(encoding="utf8")
+    assert all(f"{name} refused" in shown for name in targets), shown
+    # The records of the pages that did not change are as stored; the page is as written.
+    assert all(path.read_bytes() == data for path, data in stored.items() if path.exists())
+    assert targets["cached notebook"].exists() and targets["source"].read_bytes() == source

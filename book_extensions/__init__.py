@@ -77,7 +77,7 @@ or when the package leans somewhere no entry names.
 
 def setup(app) -> dict:
     # Imported here so that ``python -m book_extensions <verb>`` imports only what its tool needs.
-    from .checks import page_sources, parity, prose, typography, unique_names
+    from .checks import page_sources, parity, prose, remote_loads, typography, unique_names
     from .configuration import languages, settings
     from .editions import offline_builders
     from .execution import changed_pages, page_execution, page_state
@@ -91,7 +91,7 @@ def setup(app) -> dict:
     # book.css). The steps after a language is written are not here: site/post_build.py runs
     # them, in the order it declares.
     for module in (settings, page_state, changed_pages, search, languages, readable_layout, page_execution,
-                   offline_builders, page_sources, unique_names,
+                   offline_builders, page_sources, unique_names, remote_loads,
                    parity, prose, typography, asset_trimming, device_page, release_changes,
                    exercises, meta_and_footer, provenance_page, post_build):
         module.setup(app)

@@ -6,6 +6,7 @@ import base64
 import json
 import re
 import sqlite3
+import struct
 import zipfile
 import zlib
 from contextlib import closing
@@ -62,6 +63,9 @@ def test_every_written_form_of_a_path_is_found_and_only_a_path(tmp_path):
     (site / "figure.png").write_bytes(png(b"tEXt", b"Comment\0drawn in /tmp/x"))
     (site / "squeezed.png").write_bytes(png(b"zTXt", b"Comment\0\0" + zlib.compress(f"{machine}/x".encode())))
     (site / "pixels.png").write_bytes(png(b"IDAT", b"\xff\xfe/tmp/x"))
+    comment = f"drawn in {machine}".encode()
+    (site / "photo.jpg").write_bytes(b"\xff\xd8\xff\xfe" + struct.pack(">H", len(comment) + 2) + comment + b"\xff\xd9")
+    (site / "entities.html").write_text("<p>&#47;tmp&#x2F;book-page-x&#47;work</p>", encoding="utf8")
     notebook = {"cells": [{"outputs": [{"data": {"image/png": base64.b64encode(
         png(b"iTXt", b"Comment\0\0\0\0\0drawn in /tmp/x")).decode()}}]}]}
     (site / "page.ipynb").write_text(json.dumps(notebook), encoding="utf8")
@@ -81,6 +85,8 @@ def test_every_written_form_of_a_path_is_found_and_only_a_path(tmp_path):
         "figure.png": "the temp folder",
         "squeezed.png": "the repository root",
         "page.ipynb": "the temp folder",
+        "photo.jpg": "the repository root",
+        "entities.html": "the temp folder",
         "book.epub:EPUB/index.xhtml": "the repository root",
     }
 

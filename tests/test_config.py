@@ -229,3 +229,19 @@ def test_what_every_page_shows_is_the_books_to_set(override, problem):
 
     assert settings.problems(ROOT, ROOT / "docs", sphinx_args=["-D", override]) == [f"-D {override}: {problem}"]
     assert settings.problems(ROOT, ROOT / "docs", sphinx_args=["-D", "nb_remove_code_outputs=0"]) == []
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("override", ["suppress_warnings=book", "nb_metadata_key=book_page", "language=zh_CN",
+                                      "html_extra_path=extra", "exclude_patterns=second.md"])
+def test_a_sphinx_or_myst_nb_setting_the_book_does_not_check_is_refused(override):
+    # Attack 4, cases 14, 15, 17, 18: each passed to Sphinx unseen by the checks (every book
+    # warning silenced, a page's execution settings under another key, a crash report, files
+    # the digest of the site's inputs never read).
+    from book_extensions.configuration import settings
+
+    name = override.partition("=")[0]
+    assert settings.problems(ROOT, ROOT / "docs", sphinx_args=["-D", override]) == [
+        f"-D {override}: the build takes -D only for the settings conf.py's BookConfig declares and checks "
+        f"(book_*, nb_execution_timeout…), not {name}: set it in conf.py"]
+    assert settings.problems(ROOT, ROOT / "docs", sphinx_args=["-D", "nb_execution_timeout=60"]) == []

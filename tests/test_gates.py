@@ -46,6 +46,9 @@ def test_expected_errors_are_checked_not_assumed(build_fixture):
     assert "code cell 5: expect_error must be a mapping with 'type' and 'message'" in found
     assert "code cell 6" not in found  # raised what it declared
     assert len(re.findall(r"\[book\.expect_error\]", found)) == 5
+    # nbclient would skip a cell so tagged, and the page would show its code with no output.
+    assert "code cell 7: the 'skip-execution' tag would publish a cell that never ran" in found
+    assert "ran anyway" in (build.work() / "en" / "index.html").read_text(encoding="utf8")
 
 
 def test_faults_in_one_page_are_reported_with_the_rest(build_fixture):
@@ -191,9 +194,12 @@ def test_sphinx_warnings_fail_the_build_and_are_all_reported(build_fixture):
 def test_a_name_defined_on_two_pages_fails_under_parallel_reads_too_and_again_unchanged(build_fixture):
     # Sphinx warns of a second label, term or object only when it reads pages one by one; its
     # parallel readers' findings are merged unchecked. Seven pages: enough for -j 2 to read in parallel.
-    duplicates = [("en/second.md", "function 'grad_of' (py) is defined on 2 pages: first, second"),
+    # Python's objects share one namespace whatever their kind; a term is looked up in any case.
+    duplicates = [("en/third.md", "object 'Holder' (py) is defined on 2 pages: fourth, third"),
+                  ("en/second.md", "object 'grad_of' (py) is defined on 2 pages: first, second"),
                   ("en/second.md", "label 'leaves' (std) is defined on 2 pages: first, second"),
-                  ("en/second.md", "term 'leaf' (std) is defined on 2 pages: first, second")]
+                  ("en/second.md", "term 'leaf' (std) is defined on 2 pages: first, second"),
+                  ("en/sixth.md", "term 'leaf tensor' (std) is defined on 2 pages: fifth, sixth")]
     parallel = build_fixture("duplicate_names", "html", "--language", "en", "--jobs", "2")
     assert parallel.returncode != 0
     assert "duplicate label leaves" not in parallel.output  # read in parallel: Sphinx itself said nothing
@@ -331,3 +337,48 @@ def test_the_site_root_waits_for_every_language(build_fixture):
     assert build.returncode == 0, build.output
     assert "The site root (language chooser, 404, robots.txt) is not written: it waits for: zh" in build.output
     assert not (build.site() / "404.html").exists() and (build.site() / "en" / "index.html").exists()
+
+
+def test_a_page_that_changes_how_it_runs_where_the_front_matter_check_cannot_see_fails(tmp_path):
+    # Attack 4, cases 26 and 27: a Jupyter notebook page with its own outputs and execution mode
+    # "off", and a front matter opened by "--- " (which myst-nb reads, and the check of a page's
+    # source did not): both were published with outputs no cell had produced.
+    import json
+
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    second = docs / "en" / "second.md"
+    text = second.read_text(encoding="utf8").replace("---\n", "--- \n", 1)
+    second.write_text(text.replace("file_format: mystnb\n", 'file_format: mystnb\nmystnb:\n  execution_mode: "off"\n'),
+                      encoding="utf8")
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "cells": [
+        {"cell_type": "markdown", "id": "a", "metadata": {}, "source": "# Third"},
+        {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 1, "source": "print(1)",
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "a stored output\n"}]}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}}
+    (docs / "en" / "third.ipynb").write_text(json.dumps(notebook), encoding="utf8")
+    index = docs / "en" / "index.md"
+    index.write_text(index.read_text(encoding="utf8").replace("second\n", "second\nthird\n", 1), encoding="utf8")
+    build = build_book(docs, tmp_path / "work", "html", "--language", "en")
+    assert build.returncode == 1, build.output
+    assert_reported(build.output, [
+        ("en/second.md", "the page's metadata changes execution_mode='off': a page cannot change how it executes "
+                         "or what it shows; remove it"),
+        ("en/third", "a page of the book is a MyST notebook (.md), not a .ipynb file: convert it (jupytext --to myst)"),
+    ])
+
+
+def test_raw_html_in_prose_runs_nothing_and_loads_nothing(tmp_path):
+    # Attack 4, cases 8 and 9: the site's scan ended a script where html.parser does, not where a
+    # browser does, and read no escaped URL in a script: both pages redirected the reader.
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    with (docs / "en" / "second.md").open("a", encoding="utf8") as page:
+        page.write('\n<script>var a = 1;</script x><meta http-equiv="refresh" content="0;url=//evil.example/"></script>\n\n'
+                   '<p>A paragraph.</p>\n\n<script>location.href = "https:\\/\\/evil.example/";</script>\n')
+    build = build_book(docs, tmp_path / "work", "html", "--language", "en")
+    assert build.returncode == 1, build.output
+    found = [line for line in warnings_of(build.output) if "the page's raw HTML" in line]
+    assert any("en/second.md:" in line and "runs a script (<script>)" in line for line in found), found
+    assert any("acts on the whole page (<meta http-equiv=refresh>)" in line for line in found), found
+    assert not (build.site() / "en").exists()

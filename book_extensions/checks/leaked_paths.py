@@ -11,8 +11,9 @@ output, the toolchain and the Python it was made from, the user's home and the t
 folder, each as written, URL-quoted (also inside ``file://`` addresses, and with every
 slash quoted), HTML-escaped, JSON-escaped, with backslashes for slashes and in capitals.
 Each file that holds one is one warning, which fails the build. Every file's bytes are
-searched if it is text, and the text a binary file holds: a PNG's text chunks (a figure's
-metadata, compressed or not), also in a notebook's images. An image's pixels are not (their
+searched if it is text (and again with its character references read: ``&#47;tmp``), and the
+text a binary file holds: an image's metadata (a PNG's text chunks, compressed or not, a JPEG's
+comment and EXIF/XMP segments, a WebP's), also in a notebook's images. An image's pixels are not (their
 compressed bytes hold any short run by chance), nor the PDF's compressed streams: it is
 printed from the singlehtml build checked here.
 """
@@ -89,6 +90,7 @@ def leak_pattern(paths: list[tuple[str, str]]) -> tuple[re.Pattern[bytes], dict[
 # (XHTML: "<wbr/>").
 LINE_BREAK_CHANCES = (b"<wbr>", b"<wbr/>")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+JPEG_START = b"\xff\xd8"
 
 
 def published_text(outdir: Path) -> Iterator[tuple[str, bytes]]:
@@ -111,6 +113,8 @@ def published_text(outdir: Path) -> Iterator[tuple[str, bytes]]:
                 for chance in LINE_BREAK_CHANCES:
                     data = data.replace(chance, b"")
                 yield name, data
+                if b"&" in data:  # character references: &#47;tmp&#47; is /tmp/ to a reader
+                    yield name, html.unescape(data.decode("utf8")).encode()
             for inner in held(name, data):
                 yield name, inner
 
@@ -126,8 +130,8 @@ def is_text(data: bytes) -> bool:
 def held(name: str, data: bytes) -> Iterator[bytes]:
     """The text a file holds in another encoding than its bytes: a PNG's text chunks,
     inflated, also those of a notebook's PNG images."""
-    if data.startswith(PNG_SIGNATURE):
-        yield from png_text(data)
+    if data.startswith((PNG_SIGNATURE, JPEG_START, b"RIFF")):
+        yield from image_text(data)
     elif name.endswith(".ipynb"):
         try:
             cells = json.loads(data).get("cells", [])
@@ -136,9 +140,33 @@ def held(name: str, data: bytes) -> Iterator[bytes]:
         for cell in cells if isinstance(cells, list) else []:
             for output in cell.get("outputs", []) if isinstance(cell, dict) else []:
                 for mime_type, payload in (output.get("data") or {}).items() if isinstance(output, dict) else []:
-                    if mime_type == "image/png" and isinstance(payload, str):
+                    if mime_type.startswith("image/") and mime_type != "image/svg+xml" and isinstance(payload, str):
                         with suppress(ValueError):
-                            yield from png_text(base64.b64decode(payload))
+                            yield from image_text(base64.b64decode(payload))
+
+
+def image_text(data: bytes) -> Iterator[bytes]:
+    """The text an image file carries besides its pixels: a PNG's text chunks, a JPEG's comment
+    and application segments (EXIF, XMP, IPTC), a WebP's EXIF and XMP chunks. (A GIF's
+    extensions are not found without decoding its pixels, whose bytes hold any run by chance.)"""
+    if data.startswith(PNG_SIGNATURE):
+        yield from png_text(data)
+    elif data.startswith(JPEG_START):
+        at = 2
+        while at + 4 <= len(data) and data[at] == 0xFF:
+            marker, length = data[at + 1], struct.unpack(">H", data[at + 2:at + 4])[0]
+            if marker == 0xDA:  # start of scan: the pixels follow
+                break
+            if marker == 0xFE or 0xE0 <= marker <= 0xEF:
+                yield data[at + 4:at + 2 + length]
+            at += 2 + length
+    elif data[8:12] == b"WEBP":
+        at = 12
+        while at + 8 <= len(data):
+            kind, length = data[at:at + 4], struct.unpack("<I", data[at + 4:at + 8])[0]
+            if kind in (b"EXIF", b"XMP "):
+                yield data[at + 8:at + 8 + length]
+            at += 8 + length + (length & 1)
 
 
 def png_text(data: bytes) -> Iterator[bytes]:

@@ -178,10 +178,17 @@ def refuse_undecodable_pages(app: Sphinx, env, docnames: list[str]) -> None:
 def refuse_other_formats(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     source = Path(env.doc2path(env.docname))
-    # As Sphinx read it: without a byte-order mark (refused above, once).
-    if source.suffix != ".md" or is_myst_markdown_notebook(source.read_text(encoding="utf-8-sig")):
-        return
     state = page_state.of(env)
+    if source.suffix != ".md":
+        # A Jupyter notebook (.ipynb) would bring its own outputs and metadata, which the
+        # book's checks of a page's source do not read.
+        state.problems = 1
+        logger.warning(f"a page of the book is a MyST notebook (.md), not a {source.suffix} file: convert it "
+                       "(jupytext --to myst)", location=env.docname, type="book", subtype="not_notebook")
+        return
+    # As Sphinx read it: without a byte-order mark (refused above, once).
+    if is_myst_markdown_notebook(source.read_text(encoding="utf-8-sig")):
+        return
     state.problems = 1
     if state.bad_front_matter:
         return  # said already, as what is wrong with it

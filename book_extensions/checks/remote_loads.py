@@ -456,3 +456,28 @@ def check_build(app: Sphinx) -> None:
             type="book", subtype="offline",
         )
 
+
+
+def check_prose(app: Sphinx, doctree) -> None:
+    """Raw HTML in a page's prose, by the rules of an output: it runs nothing (no script, no
+    ``on*`` handler, no frame) and loads nothing from another host. The site's scan lets the
+    site's own scripts run, and reads pages with html.parser, which ends a script where a
+    browser does not (``</script x>``); obfuscated code (``\\/\\/``, ``atob``) defeats any
+    reading of a script's URLs. Outputs are checked as they are executed (check_outputs)."""
+    from docutils import nodes
+
+    for node in doctree.findall(nodes.raw):
+        if "html" not in node.get("format", "").split():
+            continue
+        parent = node.parent
+        while parent is not None and "cell_output" not in parent.get("classes", []):
+            parent = parent.parent
+        if parent is not None:
+            continue
+        for problem in dict.fromkeys(html_problems(node.astext(), urlsplit(app.config.book_base_url).netloc)):
+            logger.warning(f"the page's raw HTML {problem}: prose runs nothing and loads nothing from another "
+                           "host", location=node, type="book", subtype="offline")
+
+
+def setup(app: Sphinx) -> None:
+    app.connect("doctree-read", check_prose)

@@ -21,11 +21,20 @@ from ..execution import page_state
 logger = logging.getLogger(__name__)
 
 
+def resolved_as(domain: str, kind: str, name: str) -> tuple[str, str, str]:
+    """A name as its domain looks it up: the standard domain by kind, a term whatever its case
+    (``{term}`` matches it so); every other domain (Python's, C's…) keeps one namespace for all
+    kinds, so a function and a class of one name collide."""
+    if domain != "std":
+        return domain, "object", name
+    return domain, kind, name.lower() if kind == "term" else name
+
+
 def note_names(app: Sphinx, doctree: nodes.document) -> None:
     """What the page just read defines, from each domain's public list of its objects."""
     env, docname = app.env, app.env.docname
     page_state.of(env).names = {
-        (domain.name, kind, name)
+        resolved_as(domain.name, kind, name)
         for domain in env.domains.sorted()
         for name, _, kind, where, _, _ in domain.get_objects()
         if where == docname and kind != "doc"

@@ -319,8 +319,18 @@ def reference_language(confdir: Path = ROOT) -> str:
 def problems(confdir: Path, docs: Path, languages: Sequence[str] | None = None,
              sphinx_args: Sequence[str] = ()) -> list[str]:
     """Why a build of ``languages`` (default: all) from ``docs`` cannot start, one line each."""
+    overrides = override_pairs(sphinx_args)
+    declared = {f.name for f in fields(BookConfig)}
+    # Any other setting of Sphinx or myst-nb could change what every page shows or how it is
+    # checked (suppress_warnings, nb_metadata_key, language, html_extra_path…), unseen by the
+    # checks and by the digest of what the site was built from.
+    unknown = [f"-D {name}={value}: the build takes -D only for the settings conf.py's BookConfig declares "
+               f"and checks (book_*, nb_execution_timeout…), not {name}: set it in conf.py"
+               for name, value in overrides if name not in declared]
+    if unknown:
+        return unknown
     try:
-        settings = read(confdir, override_pairs(sphinx_args))
+        settings = read(confdir, overrides)
     except BookConfigError as error:
         return error.problems
     if not Path(docs).is_dir():

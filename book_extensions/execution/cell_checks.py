@@ -92,6 +92,9 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
         size, limit = output_size(cell), app.config.book_output_limit
         if size > limit:
             warn(too_much_output(where, size, limit), location, "output_size")
+        if "skip-execution" in cell.metadata.get("tags", []):
+            warn(f"{where}: the 'skip-execution' tag would publish a cell that never ran; every cell of "
+                 "the book runs: remove the tag, or show the code in a code block instead", location, "skip_execution")
         if "raises-exception" in cell.metadata.get("tags", []):
             warn(f"{where}: the 'raises-exception' tag passes even when nothing is raised; "
                  "declare expect_error: {type: ..., message: ...} instead", location, "expect_error")

@@ -102,6 +102,10 @@ def configure_execution(app: Sphinx, config: Config) -> None:
         Path(app.confdir), Path(app.srcdir).parent, limit=config.book_output_limit,
         build_folders=[Path(app.outdir), Path(app.doctreedir), Path(config.book_cache_root)],
         log=Path(app.doctreedir, "book-writes.log"), kernel_environment=kernel_environment)
+    # What no page may change for itself (through its metadata, under whatever nb_metadata_key
+    # names): myst-nb's per-page configuration is compared with these as the page is executed.
+    build_state.run(app).page_runner.fixed_settings = {
+        name: getattr(config, f"nb_{name}") for name in runner.FIXED_PAGE_SETTINGS}
     runner.install_client()  # once per process: myst-nb's client for each page is the runner's of its build
     # Prose names the torch that built the page as {{ torch_version }}, never as a literal.
     config.myst_substitutions = {**config.myst_substitutions, "torch_version": torch_version()}

@@ -42,6 +42,7 @@ language is the same execution, and gets its outputs under its own source.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copy
 import hashlib
 import json
@@ -70,7 +71,7 @@ from myst_nb.core.execute.base import NotebookClientBase
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import ValidationError
-from traitlets import Integer, default
+from traitlets import Integer, Unicode, default
 
 from ..kernel import sandbox
 from . import kernel_inputs, running_cells
@@ -139,6 +140,9 @@ class CheckedClient(NotebookClient):
     """
 
     output_limit = Integer(None, allow_none=True, help="the most characters a code cell may show")
+    # nbclient skips a cell tagged "skip-execution"; every cell of the book runs (a tag no cell
+    # can carry: YAML cannot hold a NUL), and cell_checks refuses the tag.
+    skip_cells_with_tag = Unicode("\0")
 
     # The kernel's process, found when the notebook starts (:meth:`kernel_started`).
     kernel: psutil.Process | None = None
@@ -388,6 +392,10 @@ class PageRunner:
     # (page_execution.prepare_kernels); None: the CPU's, with the kernel package staged in
     # each page's scratch folder.
     kernel_environment: Callable[[Path], dict[str, str]] | None = field(default=None, repr=False)
+    # myst-nb's settings as the build has them (FIXED_PAGE_SETTINGS, without "nb_"); a page whose
+    # own configuration differs is refused (install_client). Empty: nothing compared.
+    fixed_settings: dict[str, object] = field(default_factory=dict)
+    temporary: Path | None = None  # the kernels' TMPDIR (temporary_folder)
 
     @classmethod
     def for_build(cls, confdir: Path, docs: Path, build_folders: list[Path], limit: int, log: Path,
@@ -398,9 +406,21 @@ class PageRunner:
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_bytes(b"")  # an earlier build's writes are not this one's
         running_cells.forget_all(log.parent)
-        return cls(watched_sources=sorted({repository(confdir), repository(docs)}), sources_root=confdir,
+        made = cls(watched_sources=sorted({repository(confdir), repository(docs)}), sources_root=confdir,
                    unwatched=build_folders, writes_log=log, doctrees=log.parent, output_limit=limit,
                    kernel_environment=kernel_environment)
+        made.temporary_folder()  # before parallel readers fork: one for all, removed by this process
+        return made
+
+    def temporary_folder(self) -> Path:
+        """The kernels' temporary folder (their TMPDIR): one for the whole build, made in the build's
+        own temporary folder when first asked for (a build makes it before its readers start) and
+        removed when the process that made it ends. Not one per page: torch 2.7.1's kernels then
+        hung in a forked worker (a DDP example), which a folder shared by the pages does not."""
+        if self.temporary is None:
+            self.temporary = Path(tempfile.mkdtemp(prefix="book-kernels-"))
+            atexit.register(shutil.rmtree, self.temporary, ignore_errors=True)
+        return self.temporary
 
     def source_state(self) -> dict[str, tuple[int, int, int, int]]:
         """(mtime, size, ctime, inode) of every watched file but those the build writes itself.
@@ -485,7 +505,7 @@ class PageRunner:
             manager = IpcKernelManager(kernel_name=kernel_inputs.KERNEL_NAME, ip=str(sockets / "kernel"))
             if os.environ.get(SANDBOX_VARIABLE) != "off":
                 # Its own folders, the terminal devices and shared memory, and the log of writes.
-                manager.writable = [scratch, parent, "/dev",
+                manager.writable = [scratch, parent, str(self.temporary_folder()), "/dev",
                                     *([str(self.writes_log)] if self.writes_log is not None else [])]
             client = CheckedClient(
                 notebook,
@@ -531,11 +551,9 @@ class PageRunner:
             environment = kernel_inputs.kernel_environment("cpu", Path(scratch, "home"), package=package)
         else:
             environment = self.kernel_environment(Path(scratch, "home"))
-        # Temporary files in the page's folder, which a sandboxed kernel may write (and which
-        # goes with the page): torch.compile's caches, a distributed run's file store.
-        temporary = Path(scratch, "tmp")
-        temporary.mkdir(exist_ok=True)
-        environment["TMPDIR"] = str(temporary)
+        # Temporary files in a folder of the build's own, which a sandboxed kernel may write:
+        # torch.compile's caches, a distributed run's files.
+        environment["TMPDIR"] = str(self.temporary_folder())
         if self.writes_log is not None:  # read by kernel/writes.py
             environment.update(BOOK_WRITES_LOG=str(self.writes_log), BOOK_PAGE_ID=scratch,
                                BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))
@@ -574,9 +592,23 @@ def done_reading() -> None:
     READING.set(None)
 
 
+# myst-nb's settings a page could set for itself in its metadata (under nb_metadata_key), each
+# changing how it executes or what it shows: the book's are the same for every page.
+FIXED_PAGE_SETTINGS = ("execution_mode", "execution_timeout", "execution_allow_errors", "execution_raise_on_error",
+                       "execution_excludepatterns", "remove_code_source", "remove_code_outputs", "output_stderr",
+                       "merge_streams", "execution_in_temp", "execution_cache_path")
+
+
+def page_setting_changes(nb_config, fixed: dict[str, object]) -> list[str]:
+    """The settings a page's own configuration changes from the build's."""
+    return [f"{name}={getattr(nb_config, name, None)!r}" for name, value in fixed.items()
+            if getattr(nb_config, name, None) != value]
+
+
 def install_client() -> None:
     """Make myst-nb create PageClient for a page that a book's build is parsing, with that build's
-    runner (:meth:`PageRunner.reading`), in the "cache" execution mode; its own client otherwise.
+    runner (:meth:`PageRunner.reading`), whatever the page's own configuration (which is compared
+    with the build's: :data:`FIXED_PAGE_SETTINGS`); its own client otherwise.
 
     myst-nb calls ``create_client``, an attribute of its module, so the replacement is one per
     process (installed once, whichever build comes first); each call finds the build it serves
@@ -591,10 +623,16 @@ def install_client() -> None:
 
     def create_client(notebook, source, nb_config, logger, read_fmt=None):
         noted = READING.get()
-        if noted is not None and noted[1] == str(source) and nb_config.execution_mode == "cache":
-            path = Path(source) if Path(source).is_file() else None
-            return PageClient(notebook, path, nb_config, logger, runner=noted[0])
-        return original(notebook, source, nb_config, logger, read_fmt)
+        if noted is None or noted[1] != str(source):
+            return original(notebook, source, nb_config, logger, read_fmt)
+        # A page of the book: through its build's runner, whatever the page's metadata says,
+        # and a page that changes how it runs or shows its outputs fails the build.
+        changed = page_setting_changes(nb_config, noted[0].fixed_settings)
+        if changed:
+            logger.warning(f"the page's metadata changes {', '.join(changed)}: a page cannot change how it "
+                           "executes or what it shows; remove it")
+        path = Path(source) if Path(source).is_file() else None
+        return PageClient(notebook, path, nb_config, logger, runner=noted[0])
 
     create_client.book_dispatch = True
     myst_nb_sphinx.create_client = create_client

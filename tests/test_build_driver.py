@@ -199,8 +199,8 @@ def test_results_naming_a_file_is_refused_before_anything_runs(tmp_path):
          "--docs", str(FIXTURES / "driver_pages" / "docs"), "--out", str(out), "--cache-root", str(tmp_path / "c"),
          "--results", str(results)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert (build.returncode, build.stdout + build.stderr) == (2, (
-        f"error: --results {results} is a file: it names the folder --record writes <device>.json into; "
-        "choose a folder\n"))
+        f"error: --results {results}: {results} is a file: --results names the folder --record writes "
+        "<device>.json into; choose a folder\n"))
     assert not out.exists() and results.read_text(encoding="utf8") == "not a folder\n"
 
 
@@ -550,3 +550,49 @@ def test_a_cell_that_writes_into_a_language_this_build_keeps_fails_it_until_that
     fixed = build_book(docs, tmp_path, "html", "--language", "zh", cache=fixture_cache)
     assert fixed.returncode == 0, fixed.output
     assert b"TAMPERED" not in (zh / "index.html").read_bytes() and not (zh / "evil.html").exists()
+
+
+def test_a_kept_language_is_checked_against_what_was_published_whatever_removed_its_note(tmp_path, fixture_cache):
+    # Attack 4, cases 5, 6, 32, 35: the check of a kept language leaned on that language's note,
+    # which a doctest build (or a cell) removes; a link to an identical copy outside the site
+    # passed for the page; the site root was never compared.
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    first = build_book(docs, tmp_path, "html", cache=fixture_cache)
+    assert first.returncode == 0, first.output
+    site = first.site()
+    zh_page, root_page = site / "zh" / "second.html", site / "index.html"
+    chooser = root_page.read_bytes()
+    zh_page.write_text(zh_page.read_text(encoding="utf8") + "<!-- edited -->", encoding="utf8")
+    (first.out / "cpu" / "doctrees" / "zh" / last_build.NOTE).unlink()
+    refused = ("error: [zh] the published site changed outside its own build (second.html): nothing is "
+               "published; build zh again (--language zh, or the whole book)")
+    for builder in ("html", "doctest", "html"):  # a doctest build of zh in between removes nothing that counts
+        language = "zh" if builder == "doctest" else "en"
+        build = build_book(docs, tmp_path, builder, "--language", language, cache=fixture_cache)
+        if builder == "html":
+            assert build.returncode == 1 and refused in build.output.splitlines(), build.output
+    # A page replaced by a link to the very same bytes outside the site is not the page.
+    fixed = build_book(docs, tmp_path, "html", "--language", "zh", cache=fixture_cache)
+    assert fixed.returncode == 0, fixed.output
+    outside = tmp_path / "copy.html"
+    shutil.copy(zh_page, outside)
+    zh_page.unlink()
+    zh_page.symlink_to(outside)
+    linked = build_book(docs, tmp_path, "html", "--language", "en", cache=fixture_cache)
+    assert linked.returncode == 1 and refused in linked.output.splitlines(), linked.output
+    zh_page.unlink()
+    shutil.copy(outside, zh_page)
+    # The site root's files, edited, are written again by the next build, with nothing else changed.
+    root_page.write_text('<meta http-equiv="refresh" content="0;url=https://evil.example/">', encoding="utf8")
+    again = build_book(docs, tmp_path, "html", cache=fixture_cache)
+    assert again.returncode == 0, again.output
+    assert root_page.read_bytes() == chooser
+
+
+@pytest.mark.unit
+def test_jobs_is_a_number_of_processes_or_auto():
+    assert [driver.jobs_value(text) for text in ("1", "2", "auto")] == ["1", "2", "auto"]
+    for text in ("0", "-3", "abc", ""):
+        with pytest.raises(Exception, match="is not a number of processes"):
+            driver.jobs_value(text)

@@ -49,6 +49,8 @@ def test_expected_errors_are_checked_not_assumed(build_fixture):
     # nbclient would skip a cell so tagged, and the page would show its code with no output.
     assert "code cell 7: the 'skip-execution' tag would publish a cell that never ran" in found
     assert "ran anyway" in (build.work() / "en" / "index.html").read_text(encoding="utf8")
+    # What a cell printed is what the record keeps: a page may not hide part of it.
+    assert "code cell 8: the 'remove-stderr' tag hides what the cell printed" in found
 
 
 def test_faults_in_one_page_are_reported_with_the_rest(build_fixture):

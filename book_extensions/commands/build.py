@@ -86,13 +86,17 @@ from ..paths import PACKAGE, add_folder_options, shown
 from . import publish
 from .build_locks import hold_build_locks
 from .last_build import (
+    PUBLISHED,
     changed_dependencies,
     code_parts,
     environment_stamp,
     folder_files,
     forget_note,
     language_part,
+    note_published,
+    published_now,
     read_note,
+    read_published,
     report_nothing_read,
     site_input_parts,
     source_files,
@@ -151,6 +155,14 @@ def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool 
     ]
 
 
+def jobs_value(text: str) -> str:
+    """-j as Sphinx takes it: a whole number of processes from 1, or auto (said here in one line,
+    not by Sphinx's usage message once per language)."""
+    if text == "auto" or (text.isdigit() and int(text) >= 1):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1, 2, …) or auto")
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m book_extensions build", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -159,7 +171,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--language", action="append", dest="languages", metavar="CODE",
                         help="build only this language (repeatable); default: all")
     add_folder_options(parser, "--docs", "--out", "--cache-root", "--confdir")
-    parser.add_argument("-j", "--jobs", help="Sphinx's processes (default: one a core, one for a "
+    parser.add_argument("-j", "--jobs", type=jobs_value, help="Sphinx's processes: a number, or auto (default: one a core, one for a "
                         f"rebuild after an edit of {SERIAL_REBUILD} files or fewer)")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
     parser.add_argument("--record", action="store_true",
@@ -214,9 +226,17 @@ def misplaced_folder(args: argparse.Namespace) -> str | None:
         if folder.is_relative_to(args.docs):
             return (f"{option} {folder} is inside the docs folder {args.docs}: every page would see "
                     f"the build change its sources; choose a folder outside it")
-    if args.record and args.results.exists() and not args.results.is_dir():
-        return (f"--results {args.results} is a file: it names the folder --record writes "
-                f"<device>.json into; choose a folder")
+    if args.record:
+        # The first folder of its path that exists must be a folder, and not the pages' or the
+        # output's (a record inside the site is published; inside docs/, every build reads again).
+        existing = next(folder for folder in (args.results, *args.results.parents) if folder.exists())
+        if not existing.is_dir():
+            return (f"--results {args.results}: {existing} is a file: --results names the folder --record "
+                    f"writes <device>.json into; choose a folder")
+        for option, folder in (("--docs", args.docs), ("--out", args.out)):
+            if args.results.is_relative_to(folder):
+                return (f"--results {args.results} is inside the {option} folder {folder}: choose a folder "
+                        f"outside it")
     if args.cache_root.is_relative_to(args.out) or args.out.is_relative_to(args.cache_root):
         return (f"--cache-root {args.cache_root} and --out {args.out} overlap: publishing would copy the "
                 f"execution cache into the site or delete it; choose folders apart")
@@ -529,27 +549,29 @@ def built_at_once(args: argparse.Namespace, languages: list[Language], stop: Sto
     return results
 
 
-def published_sites(device_dir: Path, confdir: Path) -> dict[str, dict[str, str]]:
-    """Each published language's files and their digests."""
-    site = device_dir / publish.SITE
-    return {language.code: folder_files(site / language.code)
-            for language in book_languages(confdir) if (site / language.code).is_dir()}
-
-
-def changed_kept_sites(device_dir: Path, kept: list[str], before: dict[str, dict[str, str]]) -> list[str]:
+def changed_kept_sites(device_dir: Path, kept: list[str], before: dict) -> list[str]:
     """What is wrong with each published language this build keeps as it is: a cell of this
-    build may have written into it (a kernel can write anywhere the build can), or something
-    did since its own build (then it fails again, until that language is built again)."""
+    build may have written into it (a kernel without a sandbox can write anywhere the build
+    can), or something did since it was published (then every build says so, until that
+    language is built again). Compared with the record of the last publish, which only
+    publishing writes (not a language's note: a doctest build, or a cell, can remove that),
+    and with the site as this build found it."""
     problems = []
+    record = read_published(device_dir).get("languages")
     for code in kept:
-        folder = device_dir / publish.SITE / code
-        if not folder.is_dir():
+        if not (device_dir / publish.SITE / code).is_dir():
             continue
-        now = folder_files(folder)
-        note = read_note(device_dir / "doctrees" / code)
-        # What its last build published: a note without "site" is of a build not published.
-        noted = note.get("files") if "site" in note else None
-        for expected in (before.get(code), noted if isinstance(noted, dict) else None):
+        now = published_now(device_dir, [code])["languages"][code]
+        published = record.get(code) if isinstance(record, dict) else None
+        if not isinstance(published, dict):
+            # A site published before the record existed: its own build's note vouches for it.
+            note = read_note(device_dir / "doctrees" / code)
+            published = note.get("files") if "site" in note else None
+        if not isinstance(published, dict):
+            problems.append(f"[{code}] the published site cannot be vouched for: the record of the last publish "
+                            f"({PUBLISHED}) lacks it; build {code} again (--language {code}, or the whole book)")
+            continue
+        for expected in (before.get("languages", {}).get(code), published):
             if expected is not None and now != expected:
                 differ = sorted(name for name in expected.keys() | now.keys() if expected.get(name) != now.get(name))
                 problems.append(f"[{code}] the published site changed outside its own build "
@@ -562,7 +584,8 @@ def changed_kept_sites(device_dir: Path, kept: list[str], before: dict[str, dict
 def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
     book = (code_parts(args), site_input_parts(args))  # digested once, for every language
     device_dir = args.out / args.device
-    before = published_sites(device_dir, args.confdir) if args.builder == "html" else {}
+    codes = [language.code for language in book_languages(args.confdir)]
+    before = published_now(device_dir, codes) if args.builder == "html" else {}
     if args.builder == "html" and len(languages) > 1:
         results = built_at_once(args, languages, stop, book)
     else:
@@ -581,13 +604,17 @@ def build_languages(args: argparse.Namespace, languages: list[Language], stop: S
         return 1
     if args.builder == "html":
         built = {code: inputs for code, (result, inputs) in results.items() if result == "built"}
-        kept = [language.code for language in book_languages(args.confdir) if language.code not in built]
+        kept = [code for code in codes if code not in built]
         changed = changed_kept_sites(device_dir, kept, before)
         for line in changed:
             print(f"error: {line}", file=sys.stderr)
         if changed:
             return 1
-        if built:
+        # The root's files (language chooser, 404, robots.txt) as the last publish wrote them, or
+        # written again: they are made from the languages' manifests, whatever changed them.
+        root_changed = ((device_dir / publish.SITE).is_dir()
+                        and read_published(device_dir).get("root") != published_now(device_dir, codes)["root"])
+        if built or root_changed:
             # Every language built: a signal now waits until the site is swapped in and noted,
             # so that it never stops the swap halfway (and the build then says it finished).
             signal.pthread_sigmask(signal.SIG_BLOCK, Stop.MESSAGES)
@@ -599,6 +626,7 @@ def build_languages(args: argparse.Namespace, languages: list[Language], stop: S
                     print(f"error: the site was not published (the last one stays): {publish.why_not(error)}",
                           file=sys.stderr)
                     return 1
+                note_published(device_dir, codes)
                 for code, inputs in built.items():
                     doctrees = device_dir / "doctrees" / code
                     write_note(doctrees, {**read_note(doctrees), "site": inputs})

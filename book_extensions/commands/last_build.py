@@ -117,11 +117,47 @@ def source_files(args: argparse.Namespace, code: str) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def folder_files(folder: Path) -> dict[str, str]:
+def folder_files(folder: Path, leave_out: tuple[str, ...] = ()) -> dict[str, str]:
     """Each file of a built folder and its content's digest: what publishing copied, and must
-    still be there as it was (a size or a time an edit in place can keep; its content it cannot)."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    still be there as it was (a size or a time an edit in place can keep; its content it cannot).
+    A symbolic link is noted as one, with its target, never followed (a link to a copy of a page
+    outside the site is not the page); ``leave_out``: top-level entries not to list."""
+    found = {}
+    for root, folders, files in os.walk(folder):
+        here = Path(root)
+        if here == folder:
+            folders[:] = [name for name in folders if name not in leave_out]
+            files = [name for name in files if name not in leave_out]
+        for name in [*files, *(f for f in folders if (here / f).is_symlink())]:
+            path = here / name
+            found[str(path.relative_to(folder))] = (f"link:{os.readlink(path)}" if path.is_symlink()
+                                                    else hashlib.sha256(path.read_bytes()).hexdigest())
+    return dict(sorted(found.items()))
+
+
+# Beside the site: what the last publish put there, each language's files and the root's.
+PUBLISHED = "book-published.json"
+
+
+def published_now(device_dir: Path, codes: list[str]) -> dict:
+    """What the site holds: each language's files, and the root's (every file outside them)."""
+    site = device_dir / publish.SITE
+    return {"languages": {code: folder_files(site / code) for code in codes if (site / code).is_dir()},
+            "root": folder_files(site, leave_out=tuple(codes)) if site.is_dir() else {}}
+
+
+def note_published(device_dir: Path, codes: list[str]) -> None:
+    """Noted by the build driver right after it publishes, and by nothing else."""
+    write_atomically(device_dir / PUBLISHED, json.dumps(published_now(device_dir, codes), indent=1) + "\n")
+
+
+def read_published(device_dir: Path) -> dict:
+    """The record of the last publish, or {} (nothing can be vouched for) when missing or damaged."""
+    try:
+        record = json.loads((device_dir / PUBLISHED).read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def environment_stamp(doctrees: Path) -> list[int] | None:

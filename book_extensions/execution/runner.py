@@ -42,7 +42,6 @@ language is the same execution, and gets its outputs under its own source.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import copy
 import hashlib
 import json
@@ -53,6 +52,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 from contextlib import nullcontext, suppress
 from contextvars import ContextVar
@@ -71,7 +71,7 @@ from myst_nb.core.execute.base import NotebookClientBase
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import ValidationError
-from traitlets import Integer, Unicode, default
+from traitlets import Integer, default
 
 from ..kernel import sandbox
 from . import kernel_inputs, running_cells
@@ -100,6 +100,12 @@ class IpcKernelManager(AsyncKernelManager):
         if self.writable is None:
             return command
         return sandbox.wrapped(command[0], self.writable, command)
+
+
+def remove_folder_of(folder: Path, owner: int) -> None:
+    """Remove ``folder`` if this is the process ``owner`` that made it."""
+    if os.getpid() == owner:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # Set to "off" in the build's environment: kernels may write anywhere the build can, as where
@@ -140,10 +146,6 @@ class CheckedClient(NotebookClient):
     """
 
     output_limit = Integer(None, allow_none=True, help="the most characters a code cell may show")
-    # nbclient skips a cell tagged "skip-execution"; every cell of the book runs (a tag no cell
-    # can carry: YAML cannot hold a NUL), and cell_checks refuses the tag.
-    skip_cells_with_tag = Unicode("\0")
-
     # The kernel's process, found when the notebook starts (:meth:`kernel_started`).
     kernel: psutil.Process | None = None
     # A dead kernel's exit code, read when nbclient reports the error (:meth:`kernel_failed`).
@@ -415,11 +417,12 @@ class PageRunner:
     def temporary_folder(self) -> Path:
         """The kernels' temporary folder (their TMPDIR): one for the whole build, made in the build's
         own temporary folder when first asked for (a build makes it before its readers start) and
-        removed when the process that made it ends. Not one per page: torch 2.7.1's kernels then
+        removed with this runner, by the process that made it. Not one per page: torch 2.7.1's kernels then
         hung in a forked worker (a DDP example), which a folder shared by the pages does not."""
         if self.temporary is None:
             self.temporary = Path(tempfile.mkdtemp(prefix="book-kernels-"))
-            atexit.register(shutil.rmtree, self.temporary, ignore_errors=True)
+            # When this runner goes, or at exit; never by a parallel reader forked from this process.
+            weakref.finalize(self, remove_folder_of, self.temporary, os.getpid())
         return self.temporary
 
     def source_state(self) -> dict[str, tuple[int, int, int, int]]:
@@ -519,6 +522,9 @@ class PageRunner:
                 on_cell_executed=on_cell_executed,
                 resources={"metadata": {"path": str(work)}},
                 output_limit=self.output_limit,
+                # nbclient skips a cell tagged "skip-execution"; every cell of the book runs (a tag
+                # no cell can carry: YAML cannot hold a NUL), and cell_checks refuses the tag.
+                skip_cells_with_tag="\0",
             )
             client.owns_km = True  # so that nbclient shuts the kernel down when the page is done
             try:

@@ -108,6 +108,10 @@ def remove_folder_of(folder: Path, owner: int) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# In a build's doctrees: its kernels' TMPDIR.
+KERNEL_TEMPORARY_FOLDER = "book-kernel-tmp"
+
+
 # Set to "off" in the build's environment: kernels may write anywhere the build can, as where
 # Linux has no Landlock; the tests of the executor's comparisons, the guard that remains then, use it.
 SANDBOX_VARIABLE = "BOOK_KERNEL_SANDBOX"
@@ -411,14 +415,18 @@ class PageRunner:
         made = cls(watched_sources=sorted({repository(confdir), repository(docs)}), sources_root=confdir,
                    unwatched=build_folders, writes_log=log, doctrees=log.parent, output_limit=limit,
                    kernel_environment=kernel_environment)
-        made.temporary_folder()  # before parallel readers fork: one for all, removed by this process
+        # The kernels' temporary folder: in the doctrees, emptied by each build, shared by its
+        # parallel readers; the sandbox lets kernels write there and nowhere else of the build's.
+        made.temporary = log.parent / KERNEL_TEMPORARY_FOLDER
+        shutil.rmtree(made.temporary, ignore_errors=True)
+        made.temporary.mkdir()
         return made
 
     def temporary_folder(self) -> Path:
-        """The kernels' temporary folder (their TMPDIR): one for the whole build, made in the build's
-        own temporary folder when first asked for (a build makes it before its readers start) and
-        removed with this runner, by the process that made it. Not one per page: torch 2.7.1's kernels then
-        hung in a forked worker (a DDP example), which a folder shared by the pages does not."""
+        """The kernels' temporary folder (their TMPDIR), shared by the pages: a build's is in its
+        doctrees (:meth:`for_build`); any other runner's is made in the temporary folder when first
+        asked for, and removed with the runner. Not one per page: torch 2.7.1's kernels then hung in
+        a forked worker (a DDP example), which a folder shared by the pages does not."""
         if self.temporary is None:
             self.temporary = Path(tempfile.mkdtemp(prefix="book-kernels-"))
             # When this runner goes, or at exit; never by a parallel reader forked from this process.

@@ -6,6 +6,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -205,3 +206,17 @@ def test_a_process_caught_in_exec_is_named_by_its_command_line_once_it_has_one(m
     assert watched.started[shell] == (0, "sh -c sleep 3")
     watched.running(2)  # a command line read whole stays, whatever the process runs next
     assert watched.started[shell] == (0, "sh -c sleep 3")
+
+
+@pytest.mark.unit
+def test_pages_share_a_temporary_folder_but_not_torch_compiles_caches(tmp_path):
+    # Attack 5, case 1: one page edited the module inductor had cached in the shared TMPDIR, and
+    # another page's compile of the same function loaded it (its wrong output was then cached).
+    bare = runner.PageRunner()
+    first, second = (tmp_path / "a", tmp_path / "b")
+    first.mkdir()
+    second.mkdir()
+    one, other = bare.page_environment(str(first)), bare.page_environment(str(second))
+    assert one["TMPDIR"] == other["TMPDIR"]
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        assert Path(one[name]).is_relative_to(first) and Path(other[name]).is_relative_to(second)

@@ -565,9 +565,13 @@ class PageRunner:
             environment = kernel_inputs.kernel_environment("cpu", Path(scratch, "home"), package=package)
         else:
             environment = self.kernel_environment(Path(scratch, "home"))
-        # Temporary files in a folder of the build's own, which a sandboxed kernel may write:
-        # torch.compile's caches, a distributed run's files.
+        # Temporary files in a folder of the build's own, which a sandboxed kernel may write: a
+        # distributed run's files. torch.compile's caches (inductor's, triton's) are the page's own:
+        # in the shared folder, one page's cell could edit the code another page's compile loads,
+        # and that page's outputs would be cached (attack 5, case 1).
         environment["TMPDIR"] = str(self.temporary_folder())
+        environment["TORCHINDUCTOR_CACHE_DIR"] = str(Path(scratch, "inductor"))
+        environment["TRITON_CACHE_DIR"] = str(Path(scratch, "triton"))
         if self.writes_log is not None:  # read by kernel/writes.py
             environment.update(BOOK_WRITES_LOG=str(self.writes_log), BOOK_PAGE_ID=scratch,
                                BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))

@@ -549,20 +549,21 @@ def built_at_once(args: argparse.Namespace, languages: list[Language], stop: Sto
     return results
 
 
-def changed_kept_sites(device_dir: Path, kept: list[str], before: dict) -> list[str]:
+def changed_kept_sites(device_dir: Path, kept: list[str], before: dict, now: dict, record: dict) -> list[str]:
     """What is wrong with each published language this build keeps as it is: a cell of this
     build may have written into it (a kernel without a sandbox can write anywhere the build
     can), or something did since it was published (then every build says so, until that
     language is built again). Compared with the record of the last publish, which only
     publishing writes (not a language's note: a doctest build, or a cell, can remove that),
-    and with the site as this build found it."""
+    and with the site as this build found it (``before``, ``now``: :func:`.published_now`'s;
+    ``record``: :func:`.read_published`'s)."""
     problems = []
-    record = read_published(device_dir).get("languages")
+    languages = record.get("languages")
     for code in kept:
-        if not (device_dir / publish.SITE / code).is_dir():
+        if code not in now["languages"]:
             continue
-        now = published_now(device_dir, [code])["languages"][code]
-        published = record.get(code) if isinstance(record, dict) else None
+        site = now["languages"][code]
+        published = languages.get(code) if isinstance(languages, dict) else None
         if not isinstance(published, dict):
             # A site published before the record existed: its own build's note vouches for it.
             note = read_note(device_dir / "doctrees" / code)
@@ -572,8 +573,8 @@ def changed_kept_sites(device_dir: Path, kept: list[str], before: dict) -> list[
                             f"({PUBLISHED}) lacks it; build {code} again (--language {code}, or the whole book)")
             continue
         for expected in (before.get("languages", {}).get(code), published):
-            if expected is not None and now != expected:
-                differ = sorted(name for name in expected.keys() | now.keys() if expected.get(name) != now.get(name))
+            if expected is not None and site != expected:
+                differ = sorted(name for name in expected.keys() | site.keys() if expected.get(name) != site.get(name))
                 problems.append(f"[{code}] the published site changed outside its own build "
                                 f"({', '.join(differ[:3])}{', …' if len(differ) > 3 else ''}): nothing is "
                                 f"published; build {code} again (--language {code}, or the whole book)")
@@ -605,15 +606,15 @@ def build_languages(args: argparse.Namespace, languages: list[Language], stop: S
     if args.builder == "html":
         built = {code: inputs for code, (result, inputs) in results.items() if result == "built"}
         kept = [code for code in codes if code not in built]
-        changed = changed_kept_sites(device_dir, kept, before)
+        now, record = published_now(device_dir, codes), read_published(device_dir)  # read once
+        changed = changed_kept_sites(device_dir, kept, before, now, record)
         for line in changed:
             print(f"error: {line}", file=sys.stderr)
         if changed:
             return 1
         # The root's files (language chooser, 404, robots.txt) as the last publish wrote them, or
         # written again: they are made from the languages' manifests, whatever changed them.
-        root_changed = ((device_dir / publish.SITE).is_dir()
-                        and read_published(device_dir).get("root") != published_now(device_dir, codes)["root"])
+        root_changed = (device_dir / publish.SITE).is_dir() and record.get("root") != now["root"]
         if built or root_changed:
             # Every language built: a signal now waits until the site is swapped in and noted,
             # so that it never stops the swap halfway (and the build then says it finished).

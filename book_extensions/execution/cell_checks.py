@@ -92,14 +92,15 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
         size, limit = output_size(cell), app.config.book_output_limit
         if size > limit:
             warn(too_much_output(where, size, limit), location, "output_size")
-        hidden = [tag for tag in ("remove-output", "remove-stdout", "remove-stderr") if tag in cell.metadata.get("tags", [])]
+        tags = cell.metadata.get("tags", [])
+        hidden = [tag for tag in ("remove-output", "remove-stdout", "remove-stderr") if tag in tags]
         if hidden:
             warn(f"{where}: the '{hidden[0]}' tag hides what the cell printed, which the book's record keeps; "
                  "show the output, or print less", location, "hidden_output")
-        if "skip-execution" in cell.metadata.get("tags", []):
+        if "skip-execution" in tags:
             warn(f"{where}: the 'skip-execution' tag would publish a cell that never ran; every cell of "
                  "the book runs: remove the tag, or show the code in a code block instead", location, "skip_execution")
-        if "raises-exception" in cell.metadata.get("tags", []):
+        if "raises-exception" in tags:
             warn(f"{where}: the 'raises-exception' tag passes even when nothing is raised; "
                  "declare expect_error: {type: ..., message: ...} instead", location, "expect_error")
         if "expect_error" not in cell.metadata:

@@ -18,7 +18,7 @@ This replaces myst-nb's client for ``nb_execution_mode = "cache"``
   page runs.
 
 Here kernels talk over IPC sockets (no ports), every page runs in an empty scratch
-folder, which holds its temporary files too and is all its kernel may write
+folder, which with the build's folder of temporary files is all its kernel may write
 (:mod:`..kernel.sandbox`, where Linux has Landlock; ``BOOK_KERNEL_SANDBOX=off`` in the
 build's environment turns it off, as the tests of the comparisons below do), failures are
 reported with the page and cell, and every cache access holds one
@@ -150,6 +150,7 @@ class CheckedClient(NotebookClient):
     """
 
     output_limit = Integer(None, allow_none=True, help="the most characters a code cell may show")
+
     # The kernel's process, found when the notebook starts (:meth:`kernel_started`).
     kernel: psutil.Process | None = None
     # A dead kernel's exit code, read when nbclient reports the error (:meth:`kernel_failed`).

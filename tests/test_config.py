@@ -245,3 +245,67 @@ def test_a_sphinx_or_myst_nb_setting_the_book_does_not_check_is_refused(override
         f"-D {override}: the build takes -D only for the settings conf.py's BookConfig declares and checks "
         f"(book_*, nb_execution_timeout…), not {name}: set it in conf.py"]
     assert settings.problems(ROOT, ROOT / "docs", sphinx_args=["-D", "nb_execution_timeout=60"]) == []
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args", [["-qDsuppress_warnings=book"], ["--def", "suppress_warnings=book"],
+                                  ["--define=suppress_warnings=book"], ["-nD", "suppress_warnings=book"]])
+def test_a_setting_is_found_however_sphinx_build_reads_its_arguments(args):
+    # Attack 5, cases 12, 13: a -D folded into other short options, or abbreviated as argparse
+    # allows, reached Sphinx unchecked: Sphinx's own parser reads the arguments here too.
+    from book_extensions.configuration import settings
+
+    assert settings.problems(ROOT, ROOT / "docs", sphinx_args=args) == [
+        "-D suppress_warnings=book: the build takes -D only for the settings conf.py's BookConfig declares and "
+        "checks (book_*, nb_execution_timeout…), not suppress_warnings: set it in conf.py"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("args", "problem"), [
+    # Attack 5, cases 14, 32, 33, 34, 37: each reached Sphinx after the driver's own options,
+    # and built from another conf.py, published a single-page site and recorded it, or hid why
+    # the build failed.
+    (["-c", "/elsewhere"], "-c/--conf-dir: the build reads conf.py from --confdir"),
+    (["-b", "singlehtml"], "-b/--builder: the build's first argument names the builder (html, doctest…)"),
+    (["-C"], "-C/--isolated: the build reads conf.py from --confdir"),
+    (["-d", "/tmp/trees"], "-d/--doctree-dir: the build keeps its doctrees in <out>/<device>/doctrees"),
+    (["-j", "4"], "-j/--jobs: give the build --jobs (before --)"),
+    (["-Q"], "-Q/--silent: it hides the warnings that fail the build: -q shows only those"),
+    (["-w", "warnings.txt"], "-w/--warning-file: the build's warnings are in its output"),
+    (["-A", "title=x"], "-A/--html-define: every page's context is conf.py's"),
+    (["-t", "draft"], "-t/--tag: every page's content is conf.py's: `only` directives see its tags"),
+    (["-P"], "-P/--pdb: the build runs unattended"),
+    (["p.md"], "p.md: the build reads every page: name no pages"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["-j", "x"], "argument --jobs/-j: invalid jobs_argument value: 'x'"),
+    (["--hel"], "-h and --version print and stop"),
+    (["-D", "nb_execution_timeout"], "-D nb_execution_timeout: -D takes name=value"),
+])
+def test_only_sphinx_build_options_that_change_what_it_says_pass(args, problem):
+    from book_extensions.configuration import settings
+
+    assert settings.problems(ROOT, ROOT / "docs", sphinx_args=args) == [
+        f"after --: {problem}; sphinx-build takes -D (the settings conf.py's BookConfig declares), "
+        "-n, -v, -q, -T, -N, --color, -E, -a, -W, --keep-going, --exception-on-warning"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args", [[], ["-n"], ["-vv"], ["-T", "--keep-going"], ["-N"], ["--color"], ["-E", "-a"],
+                                  ["-q", "-W"], ["--exception-on-warning"], ["-nD", "nb_execution_timeout=60"]])
+def test_sphinx_build_options_that_change_what_it_says_pass(args):
+    from book_extensions.configuration import settings
+
+    assert settings.problems(ROOT, ROOT / "docs", sphinx_args=args) == []
+
+
+@pytest.mark.unit
+def test_an_option_a_newer_sphinx_build_adds_is_refused_until_read(monkeypatch):
+    import sphinx.cmd.build
+
+    from book_extensions.configuration import settings
+
+    parser = sphinx.cmd.build.get_parser()
+    parser.add_argument("--new-thing", action="store_true")
+    monkeypatch.setattr(sphinx.cmd.build, "get_parser", lambda: parser)
+    assert settings.problems(ROOT, ROOT / "docs", sphinx_args=[]) == [
+        f"after --: new_thing: an option of sphinx-build the build does not know; {settings.PASSED_HELP}"]

@@ -255,21 +255,67 @@ def checked(values: Mapping[str, Any], source: Callable[[str], str]) -> BookConf
 
 # --- conf.py, read by the driver and the tools ----------------------------------------
 
+# sphinx-build's options that pass after ``--``, by the name its parser gives them: those that
+# change what it says, or how much it rebuilds, never what it builds (-D only for BookConfig's).
+PASSED_OPTIONS = {"define", "nitpicky", "verbosity", "quiet", "traceback", "color", "freshenv", "force_all",
+                  "warningiserror", "keep_going", "exception_on_warning"}
+PASSED_HELP = ("sphinx-build takes -D (the settings conf.py's BookConfig declares), -n, -v, -q, -T, -N, --color, "
+               "-E, -a, -W, --keep-going, --exception-on-warning")
+# Why each other option is the build's to set.
+REFUSED_OPTIONS = {
+    "builder": ("-b/--builder", "the build's first argument names the builder (html, doctest…)"),
+    "jobs": ("-j/--jobs", "give the build --jobs (before --)"),
+    "confdir": ("-c/--conf-dir", "the build reads conf.py from --confdir"),
+    "noconfig": ("-C/--isolated", "the build reads conf.py from --confdir"),
+    "doctreedir": ("-d/--doctree-dir", "the build keeps its doctrees in <out>/<device>/doctrees"),
+    "really_quiet": ("-Q/--silent", "it hides the warnings that fail the build: -q shows only those"),
+    "warnfile": ("-w/--warning-file", "the build's warnings are in its output"),
+    "htmldefine": ("-A/--html-define", "every page's context is conf.py's"),
+    "tags": ("-t/--tag", "every page's content is conf.py's: `only` directives see its tags"),
+    "pdb": ("-P/--pdb", "the build runs unattended"),
+}
+
+
+def sphinx_options(sphinx_args: Sequence[str]):
+    """sphinx-build's arguments after ``--``, read by its own parser (folded short options,
+    abbreviations and all), or BookConfigError with one line: what cannot pass, and why."""
+    import contextlib
+    import io
+
+    from sphinx.cmd.build import get_parser
+    from sphinx.locale import init_console
+
+    init_console()  # the parser's help text is translated, as sphinx-build's main() sets up
+
+    def refuse(problem: str):
+        raise BookConfigError([f"after --: {problem}; {PASSED_HELP}"])
+
+    parser, said = get_parser(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            defaults = vars(parser.parse_args(["sources", "output"]))
+            options = parser.parse_args(["sources", "output", *sphinx_args])
+    except SystemExit:  # argparse's own words for what it cannot read, without the usage
+        lines = said.getvalue().strip().splitlines()
+        refuse(lines[-1].partition(": error: ")[2] if lines and ": error: " in lines[-1]
+               else "-h and --version print and stop")
+    if options.filenames:
+        refuse(f"{options.filenames[0]}: the build reads every page: name no pages")
+    for name, (option, why) in REFUSED_OPTIONS.items():
+        if getattr(options, name) != defaults[name]:
+            refuse(f"{option}: {why}")
+    unlisted = sorted(defaults.keys() - PASSED_OPTIONS - REFUSED_OPTIONS.keys() - {"sourcedir", "outputdir", "filenames"})
+    if unlisted:  # a newer Sphinx's option: passed on once someone has read what it does
+        refuse(f"{unlisted[0]}: an option of sphinx-build the build does not know")
+    for pair in options.define:
+        if "=" not in pair:
+            refuse(f"-D {pair}: -D takes name=value")
+    return options
+
+
 def override_pairs(sphinx_args: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """The ``-D name=value`` (``--define``) settings among sphinx-build's arguments."""
-    pairs, args = [], iter(sphinx_args)
-    for arg in args:
-        if arg in ("-D", "--define"):
-            pair = next(args, "")
-        elif arg.startswith("--define="):
-            pair = arg.removeprefix("--define=")
-        elif arg.startswith("-D"):
-            pair = arg[2:]
-        else:
-            continue
-        name, _, value = pair.partition("=")
-        pairs.append((name, value))
-    return tuple(pairs)
+    """The ``-D name=value`` (``--define``) settings among sphinx-build's arguments, as it reads them."""
+    return tuple(tuple(pair.split("=", 1)) for pair in sphinx_options(sphinx_args).define)
 
 
 def read(confdir: Path = ROOT, overrides: Sequence[tuple[str, str]] = ()) -> BookConfig:
@@ -319,7 +365,10 @@ def reference_language(confdir: Path = ROOT) -> str:
 def problems(confdir: Path, docs: Path, languages: Sequence[str] | None = None,
              sphinx_args: Sequence[str] = ()) -> list[str]:
     """Why a build of ``languages`` (default: all) from ``docs`` cannot start, one line each."""
-    overrides = override_pairs(sphinx_args)
+    try:
+        overrides = override_pairs(sphinx_args)
+    except BookConfigError as error:
+        return error.problems
     declared = {f.name for f in fields(BookConfig)}
     # Any other setting of Sphinx or myst-nb could change what every page shows or how it is
     # checked (suppress_warnings, nb_metadata_key, language, html_extra_path…), unseen by the

@@ -588,6 +588,16 @@ def test_a_kept_language_is_checked_against_what_was_published_whatever_removed_
     again = build_book(docs, tmp_path, "html", cache=fixture_cache)
     assert again.returncode == 0, again.output
     assert root_page.read_bytes() == chooser
+    # Attack 5, case 8: a published language's folder, deleted, was left out of the record by
+    # the next build of another language, while the site root still linked it.
+    shutil.rmtree(site / "zh")
+    gone = ("error: [zh] was published, but its folder of the site (html/zh) is gone: nothing is published; "
+            "build zh again (--language zh, or the whole book)")
+    for _ in range(2):
+        build = build_book(docs, tmp_path, "html", "--language", "en", cache=fixture_cache)
+        assert build.returncode == 1 and gone in build.output.splitlines(), build.output
+    assert build_book(docs, tmp_path, "html", "--language", "zh", cache=fixture_cache).returncode == 0
+    assert (site / "zh" / "second.html").is_file()
 
 
 @pytest.mark.unit

@@ -560,10 +560,14 @@ def changed_kept_sites(device_dir: Path, kept: list[str], before: dict, now: dic
     problems = []
     languages = record.get("languages")
     for code in kept:
+        published = languages.get(code) if isinstance(languages, dict) else None
         if code not in now["languages"]:
+            if isinstance(published, dict) or code in before.get("languages", {}):
+                # Published, and gone: the site root would still link it, and the record forget it.
+                problems.append(f"[{code}] was published, but its folder of the site ({publish.SITE}/{code}) is gone: "
+                                f"nothing is published; build {code} again (--language {code}, or the whole book)")
             continue
         site = now["languages"][code]
-        published = languages.get(code) if isinstance(languages, dict) else None
         if not isinstance(published, dict):
             # A site published before the record existed: its own build's note vouches for it.
             note = read_note(device_dir / "doctrees" / code)

@@ -158,21 +158,28 @@ def test_a_page_runs_under_a_temporary_folder_too_deep_for_a_socket_path(tmp_pat
 
 
 @pytest.mark.unit
-def test_each_build_has_a_page_executor_of_its_own(tmp_path):
+def test_each_build_has_a_page_executor_of_its_own(tmp_path, monkeypatch):
+    from book_extensions.execution import runner
     from book_extensions.execution.runner import PageRunner
     from book_extensions.paths import ROOT
 
-    log = tmp_path / "doctrees" / "book-writes.log"
-    log.parent.mkdir()
-    log.write_text("an earlier build's line\n")
-    build = PageRunner.for_build(ROOT, ROOT / "docs", [tmp_path / "out"], limit=10, log=log)
+    logs = tmp_path / "doctrees" / "book-writes"
+    logs.mkdir(parents=True)
+    (logs / "book-page-old.log").write_text("an earlier build's line\n")
+    build = PageRunner.for_build(ROOT, ROOT / "docs", [tmp_path / "out"], limit=10, logs=logs)
     assert (build.watched_sources, build.sources_root, build.output_limit) == ([ROOT], ROOT, 10)
-    assert log.read_text() == ""  # an earlier build's writes are not this one's
+    assert list(logs.iterdir()) == []  # an earlier build's writes are not this one's
     build.executed_notebooks["page.md"] = object()
     bare = PageRunner()  # a tool's, outside a build: nothing watched, no limit, nothing shared
-    assert (bare.watched_sources, bare.writes_log, bare.output_limit, bare.executed_notebooks) == ([], None, None, {})
-    log.write_text(f"page-a\t{ROOT}/README.md\npage-b\t{ROOT}/docs/x\n")
-    assert build.written_by_other_pages("page-b") == {f"{ROOT}/README.md"}
+    assert (bare.watched_sources, bare.writes_logs, bare.output_limit, bare.executed_notebooks) == ([], None, None, {})
+    (logs / "book-page-a.log").write_text(f"{ROOT}/README.md\n{ROOT}/docs/x\n")
+    (logs / "book-page-b.log").write_text(f"{ROOT}/docs/x\n")
+    # Each page's kernel writes its own log alone (the sandbox), whatever a line of it says.
+    monkeypatch.setattr(runner, "kernels_confined", lambda: True)
+    assert build.written_by_other_pages("/tmp/book-page-b") == {f"{ROOT}/README.md"}
+    # Without the sandbox, a cell could write its changes into another page's log (attack 5, case 3).
+    monkeypatch.setattr(runner, "kernels_confined", lambda: False)
+    assert build.written_by_other_pages("/tmp/book-page-b") == set()
     before, after = {f"{ROOT}/a": (1, 1)}, {f"{ROOT}/a": (2, 1), f"{ROOT}/b": (1, 1)}
     assert build.changed_sources(before, after, {f"{ROOT}/b"}) == ["a"]
 

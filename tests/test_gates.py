@@ -51,6 +51,13 @@ def test_expected_errors_are_checked_not_assumed(build_fixture):
     assert "ran anyway" in (build.work() / "en" / "index.html").read_text(encoding="utf8")
     # What a cell printed is what the record keeps: a page may not hide part of it.
     assert "code cell 8: the 'remove-stderr' tag hides what the cell printed" in found
+    # Attack 5, cases 27, 31, 38: so may the remove-cell tag, and myst-nb's settings in a cell's
+    # metadata, under "mystnb" or the older "render", which the page then hid unseen.
+    assert "code cell 9: the 'remove-cell' tag hides what the cell printed" in found
+    assert "code cell 10" not in found  # glued for later, shows nothing itself
+    assert "code cell 11: its mystnb metadata sets remove_code_outputs" in found
+    assert "code cell 12: its render metadata sets output_stderr" in found
+    assert "code cell 13" not in found  # text_lexer only draws the output
 
 
 def test_faults_in_one_page_are_reported_with_the_rest(build_fixture):
@@ -351,7 +358,8 @@ def test_a_page_that_changes_how_it_runs_where_the_front_matter_check_cannot_see
     shutil.copytree(FIXTURES / "good" / "docs", docs)
     second = docs / "en" / "second.md"
     text = second.read_text(encoding="utf8").replace("---\n", "--- \n", 1)
-    second.write_text(text.replace("file_format: mystnb\n", 'file_format: mystnb\nmystnb:\n  execution_mode: "off"\n'),
+    second.write_text(text.replace("file_format: mystnb\n", 'file_format: mystnb\nmystnb:\n  execution_mode: "off"\n'
+                                     "  cell_metadata_key: settings\n"),
                       encoding="utf8")
     notebook = {"nbformat": 4, "nbformat_minor": 5, "cells": [
         {"cell_type": "markdown", "id": "a", "metadata": {}, "source": "# Third"},
@@ -364,8 +372,8 @@ def test_a_page_that_changes_how_it_runs_where_the_front_matter_check_cannot_see
     build = build_book(docs, tmp_path / "work", "html", "--language", "en")
     assert build.returncode == 1, build.output
     assert_reported(build.output, [
-        ("en/second.md", "the page's metadata changes execution_mode='off': a page cannot change how it executes "
-                         "or what it shows; remove it"),
+        ("en/second.md", "the page's metadata changes execution_mode='off', cell_metadata_key='settings': "
+                         "a page cannot change how it executes or what it shows; remove it"),
         ("en/third", "a page of the book is a MyST notebook (.md), not a .ipynb file: convert it (jupytext --to myst)"),
     ])
 

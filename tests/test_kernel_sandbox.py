@@ -3,6 +3,7 @@ sources, not the execution cache, not the site, whatever the executor's comparis
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -80,3 +81,28 @@ def test_a_cell_cannot_write_the_sources_the_cache_or_the_site(tmp_path):
     # The records of the pages that did not change are as stored; the page is as written.
     assert all(path.read_bytes() == data for path, data in stored.items() if path.exists())
     assert targets["cached notebook"].exists() and targets["source"].read_bytes() == source
+
+
+@pytest.mark.fixture
+@needs_landlock
+def test_a_change_the_sandbox_lets_through_is_blamed_on_its_page_whatever_its_log_says(tmp_path):
+    # Attack 5, case 35: Landlock leaves a file's mode alone; a cell made a source setuid and
+    # world-writable, then wrote a line naming another page into the shared log of writes, and
+    # the change was put down to that page: exit 0. Each page's log is its own now.
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    target = docs / "en" / "index.md"
+    cell = ("\n```{code-cell} ipython3\nimport os, pathlib\n"
+            f"target = bytes.fromhex({str(target).encode().hex()!r}).decode()\n"
+            "os.chmod(target, 0o4777)\n"
+            "log = pathlib.Path(os.environ['BOOK_WRITES_LOG'])\n"
+            "log.write_text(log.read_text().replace(target, ''))\n"
+            "try:\n    (log.parent / 'book-page-other.log').write_text(target + '\\n')\nexcept PermissionError:\n"
+            "    print('refused')\n```\n")
+    for code in ("en", "zh"):
+        with (docs / code / "second.md").open("a", encoding="utf8") as page:
+            page.write(cell)
+    build = build_book(docs, tmp_path, "html", "--language", "en", cache=tmp_path / "cache")
+    assert build.returncode == 1, build.output
+    assert re.search(r"en/second\.md: WARNING: the book's sources changed while this page executed: "
+                     r"\S*en/index\.md", build.output), build.output

@@ -35,6 +35,22 @@ logger = logging.getLogger(__name__)
 
 # "<SigmoidBackward0 object at 0x7f...>": the address changes on every run. Only an
 # address where a repr puts one ("at 0x…"): a printed hex(3735928559) stays as it is.
+# myst-nb reads any of its settings from a cell's metadata (under "mystnb", or the older
+# "render"): a cell may set only those that draw an output another way, never ones that hide it.
+CELL_SETTINGS_KEYS = ("mystnb", "render")
+DRAWING_SETTINGS = ("text_lexer", "error_lexer", "image", "figure", "markdown_format", "number_source_lines",
+                    "code_prompt_show", "code_prompt_hide", "scroll_outputs")
+
+
+def shown_outputs(cell) -> list:
+    """The cell's outputs a page shows: not those glued with display=False, which only a
+    glue role or directive elsewhere shows."""
+    from myst_nb.ext.glue import GLUE_PREFIX
+
+    return [output for output in cell.get("outputs", [])
+            if not (output.get("data") and all(mime.startswith(GLUE_PREFIX) for mime in output["data"]))]
+
+
 ADDRESS = re.compile(r"(?<=\bat )0x[0-9a-fA-F]{6,16}\b")
 ADDRESS_PLACEHOLDER = "0x…"
 
@@ -94,9 +110,18 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
             warn(too_much_output(where, size, limit), location, "output_size")
         tags = cell.metadata.get("tags", [])
         hidden = [tag for tag in ("remove-output", "remove-stdout", "remove-stderr") if tag in tags]
+        if "remove-cell" in tags and shown_outputs(cell):
+            hidden.append("remove-cell")
         if hidden:
             warn(f"{where}: the '{hidden[0]}' tag hides what the cell printed, which the book's record keeps; "
                  "show the output, or print less", location, "hidden_output")
+        for key in CELL_SETTINGS_KEYS:
+            settings = cell.metadata.get(key)
+            other = sorted(set(settings) - set(DRAWING_SETTINGS)) if isinstance(settings, dict) else [repr(settings)]
+            if key in cell.metadata and other:
+                warn(f"{where}: its {key} metadata sets {other[0]}, which could hide what the cell printed, which "
+                     f"the book's record keeps; a cell may set only {', '.join(DRAWING_SETTINGS)}",
+                     location, "hidden_output")
         if "skip-execution" in tags:
             warn(f"{where}: the 'skip-execution' tag would publish a cell that never ran; every cell of "
                  "the book runs: remove the tag, or show the code in a code block instead", location, "skip_execution")

@@ -101,7 +101,7 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     build_state.run(app).page_runner = runner.PageRunner.for_build(
         Path(app.confdir), Path(app.srcdir).parent, limit=config.book_output_limit,
         build_folders=[Path(app.outdir), Path(app.doctreedir), Path(config.book_cache_root)],
-        log=Path(app.doctreedir, "book-writes.log"), kernel_environment=kernel_environment)
+        logs=Path(app.doctreedir, "book-writes"), kernel_environment=kernel_environment)
     # What no page may change for itself (through its metadata, under whatever nb_metadata_key
     # names): myst-nb's per-page configuration is compared with these as the page is executed.
     build_state.run(app).page_runner.fixed_settings = {

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import hashlib
 import json
 import os
@@ -115,6 +116,16 @@ KERNEL_TEMPORARY_FOLDER = "book-kernel-tmp"
 # Set to "off" in the build's environment: kernels may write anywhere the build can, as where
 # Linux has no Landlock; the tests of the executor's comparisons, the guard that remains then, use it.
 SANDBOX_VARIABLE = "BOOK_KERNEL_SANDBOX"
+
+
+def kernels_confined() -> bool:
+    """Whether kernels run in the sandbox (kernel/sandbox.py): Linux has Landlock, and it is not turned off."""
+    return os.environ.get(SANDBOX_VARIABLE) != "off" and sandbox_abi() > 0
+
+
+@functools.cache
+def sandbox_abi() -> int:
+    return sandbox.abi()
 
 
 def escape_control_characters(output) -> str | None:
@@ -388,7 +399,9 @@ class PageRunner:
     watched_sources: list[Path] = field(default_factory=list)
     sources_root: Path = Path(".")
     unwatched: list[Path] = field(default_factory=list)
-    writes_log: Path | None = None
+    # One log a page in it, which only that page's kernel may write (the sandbox): what it wrote
+    # there (kernel/writes.py). None: nothing noted.
+    writes_logs: Path | None = None
     # The build's doctrees, where this process notes the cell it runs (running_cells); None: nowhere.
     doctrees: Path | None = None
     output_limit: int | None = None
@@ -405,20 +418,21 @@ class PageRunner:
     temporary: Path | None = None  # the kernels' TMPDIR (temporary_folder)
 
     @classmethod
-    def for_build(cls, confdir: Path, docs: Path, build_folders: list[Path], limit: int, log: Path,
+    def for_build(cls, confdir: Path, docs: Path, build_folders: list[Path], limit: int, logs: Path,
                   kernel_environment: Callable[[Path], dict[str, str]] | None = None) -> PageRunner:
         """Before pages are read: watch the repository of ``confdir`` and that of ``docs`` (one
         and the same, unless the docs are elsewhere) but the folders the build writes itself;
-        kernels note what they write in ``log``; a cell may show ``limit`` characters."""
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_bytes(b"")  # an earlier build's writes are not this one's
-        running_cells.forget_all(log.parent)
+        kernels note what they write in the folder ``logs``, in the build's doctrees; a cell may
+        show ``limit`` characters."""
+        shutil.rmtree(logs, ignore_errors=True)  # an earlier build's writes are not this one's
+        logs.mkdir(parents=True)
+        running_cells.forget_all(logs.parent)
         made = cls(watched_sources=sorted({repository(confdir), repository(docs)}), sources_root=confdir,
-                   unwatched=build_folders, writes_log=log, doctrees=log.parent, output_limit=limit,
+                   unwatched=build_folders, writes_logs=logs, doctrees=logs.parent, output_limit=limit,
                    kernel_environment=kernel_environment)
         # The kernels' temporary folder: in the doctrees, emptied by each build, shared by its
         # parallel readers; the sandbox lets kernels write there and nowhere else of the build's.
-        made.temporary = log.parent / KERNEL_TEMPORARY_FOLDER
+        made.temporary = logs.parent / KERNEL_TEMPORARY_FOLDER
         shutil.rmtree(made.temporary, ignore_errors=True)
         made.temporary.mkdir()
         return made
@@ -462,15 +476,26 @@ class PageRunner:
         changed = [p for p in after if before.get(p) != after[p]] + [p for p in before if p not in after]
         return sorted(relative(p) for p in changed if p not in written_elsewhere)
 
-    def written_by_other_pages(self, page_id: str) -> set[str]:
-        """Paths the kernels of other pages noted writing (kernel/writes.py), and not this one."""
-        if self.writes_log is None or not self.writes_log.exists():
+    def page_log(self, scratch: str) -> Path | None:
+        """Where the kernel of the page run in ``scratch`` notes what it writes."""
+        return None if self.writes_logs is None else self.writes_logs / f"{Path(scratch).name}.log"
+
+    def written_by_other_pages(self, scratch: str) -> set[str]:
+        """Paths the kernels of other pages noted writing (kernel/writes.py), and not this one's.
+        Only where each kernel can write its own log alone (the sandbox): elsewhere a cell could
+        put a change of its own in another page's log (attack 5, case 3), so every page that
+        sees a change fails with it."""
+        if self.writes_logs is None or not kernels_confined():
             return set()
-        mine, others = set(), set()
-        for line in self.writes_log.read_text(encoding="utf8", errors="surrogateescape").splitlines():
-            page, _, path = line.partition("\t")
-            (mine if page == page_id else others).add(path)
-        return others - mine
+
+        def noted(log: Path) -> set[str]:
+            with suppress(OSError):
+                return set(log.read_text(encoding="utf8", errors="surrogateescape").splitlines())
+            return set()
+
+        mine = self.page_log(scratch)
+        others = set().union(*(noted(log) for log in self.writes_logs.glob("*.log") if log != mine))
+        return others - noted(mine)
 
     def execute(self, notebook, timeout: int | None, page: str = "") -> Execution:
         """Run every cell, errors included, in an empty scratch folder; the notebook gets the outputs.
@@ -514,11 +539,14 @@ class PageRunner:
             work = Path(scratch, "work")
             sockets.mkdir()
             work.mkdir()
+            log = self.page_log(scratch)
+            if log is not None:  # made here: the sandbox lets the kernel write it, not make it
+                log.touch()
             manager = IpcKernelManager(kernel_name=kernel_inputs.KERNEL_NAME, ip=str(sockets / "kernel"))
             if os.environ.get(SANDBOX_VARIABLE) != "off":
                 # Its own folders, the terminal devices and shared memory, and the log of writes.
                 manager.writable = [scratch, parent, str(self.temporary_folder()), "/dev",
-                                    *([str(self.writes_log)] if self.writes_log is not None else [])]
+                                    *([str(log)] if log is not None else [])]
             client = CheckedClient(
                 notebook,
                 km=manager,
@@ -573,8 +601,8 @@ class PageRunner:
         environment["TMPDIR"] = str(self.temporary_folder())
         environment["TORCHINDUCTOR_CACHE_DIR"] = str(Path(scratch, "inductor"))
         environment["TRITON_CACHE_DIR"] = str(Path(scratch, "triton"))
-        if self.writes_log is not None:  # read by kernel/writes.py
-            environment.update(BOOK_WRITES_LOG=str(self.writes_log), BOOK_PAGE_ID=scratch,
+        if self.writes_logs is not None:  # read by kernel/writes.py
+            environment.update(BOOK_WRITES_LOG=str(self.page_log(scratch)),
                                BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))
         return environment
 
@@ -615,7 +643,9 @@ def done_reading() -> None:
 # changing how it executes or what it shows: the book's are the same for every page.
 FIXED_PAGE_SETTINGS = ("execution_mode", "execution_timeout", "execution_allow_errors", "execution_raise_on_error",
                        "execution_excludepatterns", "remove_code_source", "remove_code_outputs", "output_stderr",
-                       "merge_streams", "execution_in_temp", "execution_cache_path")
+                       "merge_streams", "execution_in_temp", "execution_cache_path",
+                       # where cells keep their own settings, which cell_checks reads
+                       "cell_metadata_key")
 
 
 def page_setting_changes(nb_config, fixed: dict[str, object]) -> list[str]:

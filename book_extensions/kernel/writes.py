@@ -3,15 +3,16 @@
 A page may write only in its working folder. The executor compares the repository's
 files before and after each page, which sees every change but cannot tell, when pages
 run at the same time (parallel readers), which of them made it. This audit hook
-(:func:`sys.addaudithook`) notes every file the kernel opens for writing, renames,
-removes or creates under the watched folders, one line per path with the page's id, in
-a log all the build's pages share: a change is then blamed on the page that made it.
+(:func:`sys.addaudithook`) notes every file under the watched folders that the kernel opens
+for writing, renames, removes or creates, or whose mode, owner or times it changes, one line
+per path, in the page's own log (which, in the sandbox, no other page's kernel can write):
+a change is then blamed on the page that made it.
 
 Writes by other programs a cell runs (a shell command) pass no audit hook: for those the
 comparison alone decides, and the page that saw the change is blamed.
 
-Set by the executor: ``BOOK_WRITES_LOG`` (the log), ``BOOK_WATCHED_ROOTS`` (the folders,
-``os.pathsep``-separated) and ``BOOK_PAGE_ID``.
+Set by the executor: ``BOOK_WRITES_LOG`` (the page's log) and ``BOOK_WATCHED_ROOTS`` (the
+folders, ``os.pathsep``-separated).
 """
 
 import os
@@ -22,7 +23,7 @@ _CHANGES = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 # Audit events that change what is at a path: the positions of those paths in their arguments.
 _CHANGED_PATHS = {"os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.truncate": (0,),
                   "os.utime": (0,), "shutil.rmtree": (0,), "os.rename": (0, 1), "os.link": (1,),
-                  "os.symlink": (1,)}
+                  "os.symlink": (1,), "os.chmod": (0,), "os.chown": (0,), "os.chflags": (0,)}
 
 
 def _install() -> None:
@@ -30,9 +31,8 @@ def _install() -> None:
     roots = tuple(os.path.join(r, "") for r in os.environ.get("BOOK_WATCHED_ROOTS", "").split(os.pathsep) if r)
     if not (log_path and roots):
         return
-    page = os.environ.get("BOOK_PAGE_ID", "")
-    # Opened before the hook exists, so the hook's own writes are not audited; O_APPEND
-    # keeps the lines of pages running at the same time whole.
+    # Opened before the hook exists, so the hook's own writes are not audited; O_APPEND keeps
+    # the lines of the kernel's threads whole.
     log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def note(path) -> None:
@@ -40,7 +40,7 @@ def _install() -> None:
             return
         path = os.path.abspath(os.fsdecode(path))
         if path.startswith(roots):
-            os.write(log, f"{page}\t{path}\n".encode(errors="surrogateescape"))
+            os.write(log, f"{path}\n".encode(errors="surrogateescape"))
 
     def hook(event: str, args: tuple) -> None:
         if event == "open":

@@ -62,7 +62,9 @@ def write_atomically(path: Path, data: str | bytes) -> None:
     a build stopped halfway, finds the old file or the new one, never half of one; writers at
     once each rename their own (the last one wins). A failed write leaves no partial file. No
     fsync: what it guards against is a stopped process, not a power cut."""
-    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    # The name cut so that the partial file's fits in a file name's 255 bytes.
+    prefix = f".{path.name.encode()[:200].decode(errors='ignore')}."
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".partial")
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data.encode("utf8") if isinstance(data, str) else data)

@@ -68,7 +68,10 @@ def test_faults_in_one_page_are_reported_with_the_rest(build_fixture):
         ("en/dies.md:14", "the kernel died in code cell 2 (exit code 3); nothing from this page was cached"),
         ("en/latin.md:9", "not valid UTF-8 (byte 0xe9 at line 9)"),
         ("en/big.md:14", "code cell 2 shows 150,001 characters of output, more than the 100,000"),
-        ("en/index.md:19", "code cell 1 raised ValueError: still reported"),
+        ("en/index.md:20", "code cell 1 raised ValueError: still reported"),
+        # Attack 4, case 19: a Sphinx crash report (a file name too long) that blamed a cell.
+        (f"en/long{'-name' * 49}.md:1", "the page's name is 249 bytes long, more than the 100 a page's name may "
+                                        "have (it names its URL and the build's files): give it a shorter one"),
     ])
     assert "Traceback" not in build.output and "Exception occurred" not in build.output
     # Kernels talk over IPC sockets: no TCP ports to collide, and no warning about them.

@@ -59,3 +59,7 @@ def test_a_file_is_written_whole_or_not_at_all(tmp_path):
     assert note.read_text(encoding="utf8") in ("writer 0\n" * 10_000, "writer 1\n" * 10_000)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["note.json"]
     assert note.stat().st_mode & 0o777 == 0o644
+    # A name as long as a file's may be: the partial file's name is cut to fit (attack 4, case 19).
+    longest = tmp_path / ("页" * 81 + "12.html")  # 250 bytes
+    write_atomically(longest, "whole")
+    assert longest.read_text(encoding="utf8") == "whole"

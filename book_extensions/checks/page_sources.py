@@ -175,6 +175,23 @@ def refuse_undecodable_pages(app: Sphinx, env, docnames: list[str]) -> None:
             env.project.docnames.discard(docname)  # else Sphinx looks for its doctree later
 
 
+# A page's name becomes its URL, its notebook's download name and the names of the build's
+# files (a partial file of a page is ".<name>.html.<random>.partial"): file names hold 255 bytes.
+PAGE_NAME_LIMIT = 100
+
+
+def refuse_long_names(app: Sphinx, env, docnames: list[str]) -> None:
+    """A page whose name is longer than :data:`PAGE_NAME_LIMIT` bytes is reported and left unread."""
+    for docname in list(docnames):
+        size = len(docname.rpartition("/")[2].encode())
+        if size > PAGE_NAME_LIMIT:
+            logger.warning(f"the page's name is {size} bytes long, more than the {PAGE_NAME_LIMIT} a page's name "
+                           "may have (it names its URL and the build's files): give it a shorter one",
+                           location=(docname, 1), type="book", subtype="page_name")
+            docnames.remove(docname)
+            env.project.docnames.discard(docname)
+
+
 def refuse_other_formats(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     source = Path(env.doc2path(env.docname))
@@ -210,6 +227,7 @@ def refuse_untitled_page(app: Sphinx, doctree: nodes.document) -> None:
 def setup(app: Sphinx) -> None:
     app.connect("config-inited", quiet_repeated_warning)
     app.connect("env-before-read-docs", refuse_undecodable_pages, priority=400)
+    app.connect("env-before-read-docs", refuse_long_names, priority=400)
     # Before myst-nb's own source-read handling, which executes the page.
     app.connect("source-read", refuse_page_execution_settings, priority=100)
     app.connect("source-read", refuse_other_languages, priority=100)

@@ -54,6 +54,9 @@ def left_running(doctrees: Path, show=str) -> list[str]:
         except (OSError, ValueError, KeyError, TypeError):
             continue  # half-written when the process died: nothing to name
         where = f"{show(page)}:{line}" if isinstance(line, int) else show(page)
-        lines.append(f"{where}: Sphinx ended while code cell {cell} of this page ran: a cell must not "
-                     "signal or kill its kernel's parent (the build), nor use up the machine's memory")
+        # Sphinx may also have crashed of its own accord meanwhile (attack 5, case 14): its
+        # report, printed above, says which.
+        lines.append(f"{where}: Sphinx ended while code cell {cell} of this page ran: unless Sphinx's report "
+                     "above names another cause, the cell ended it: a cell must not signal or kill its "
+                     "kernel's parent (the build), nor use up the machine's memory")
     return lines

@@ -303,3 +303,27 @@ def test_a_linked_file_is_found_as_a_link(tmp_path):
     (tmp_path / "en" / "gone.md").symlink_to(tmp_path / "nowhere.md")
     assert [line.split(" is a ")[0] for line in linked_sources(tmp_path)] == [
         str(tmp_path / "en" / "copy.md"), str(tmp_path / "en" / "gone.md")]
+
+
+@pytest.mark.unit
+def test_the_preview_refuses_a_port_it_cannot_serve_on_before_building(tmp_path, monkeypatch, capsys):
+    # Attack 6, cases 22b, 22d: sphinx-autobuild built everything, then failed on the port.
+    import socket
+
+    from book_extensions.commands import serve
+
+    def never(*args):
+        raise AssertionError(f"the preview started: {args}")
+
+    monkeypatch.setattr(serve.os, "execv", never)
+    folders = ["--docs", str(FIXTURES / "good" / "docs"), "--out", str(tmp_path / "_build"),
+               "--cache-root", str(tmp_path / "cache")]
+    with pytest.raises(SystemExit):
+        serve.main(["en", "--port", "99999", *folders])
+    assert "'99999' is not a port (1-65535)" in capsys.readouterr().err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = str(taken.getsockname()[1])
+        assert serve.main(["en", "--port", port, *folders]) == 2
+    assert capsys.readouterr().err.startswith(f"error: port {port} cannot be served on (Address already in use)")
+    assert not (tmp_path / "_build").exists()

@@ -232,7 +232,7 @@ def test_what_every_page_shows_is_the_books_to_set(override, problem):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("override", ["suppress_warnings=book", "nb_metadata_key=book_page", "language=zh_CN",
+@pytest.mark.parametrize("override", ["suppress_warnings=book", "nb_metadata_key=book_page",
                                       "html_extra_path=extra", "exclude_patterns=second.md"])
 def test_a_sphinx_or_myst_nb_setting_the_book_does_not_check_is_refused(override):
     # Attack 4, cases 14, 15, 17, 18: each passed to Sphinx unseen by the checks (every book
@@ -309,3 +309,17 @@ def test_an_option_a_newer_sphinx_build_adds_is_refused_until_read(monkeypatch):
     monkeypatch.setattr(sphinx.cmd.build, "get_parser", lambda: parser)
     assert settings.problems(ROOT, ROOT / "docs", sphinx_args=[]) == [
         f"after --: new_thing: an option of sphinx-build the build does not know; {settings.PASSED_HELP}"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("override", "how"), [
+    ("book_cache_root=/elsewhere", "give the build --cache-root"), ("book_device=cuda", "give the build --device"),
+    ("book_reading_after=/tmp/x", "the order in which languages read"), ("language=zh_CN", "give the build --language")])
+def test_a_setting_the_build_gives_sphinx_itself_is_refused(override, how):
+    # Attack 6, cases 1-3: the driver locked and checked its own cache while Sphinx used
+    # another, two builds shared one cache; a -D device or turn crashed Sphinx or hung it.
+    from book_extensions.configuration import settings
+
+    name = override.partition("=")[0]
+    assert settings.problems(ROOT, ROOT / "docs", sphinx_args=["-D", override]) == [
+        f"-D {override}: the build sets {name} itself ({how})"]

@@ -227,3 +227,40 @@ def test_pages_share_a_temporary_folder_but_not_torch_compiles_caches(tmp_path):
     assert one["TMPDIR"] == other["TMPDIR"]
     for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         assert Path(one[name]).is_relative_to(first) and Path(other[name]).is_relative_to(second)
+
+
+@pytest.mark.unit
+def test_characters_that_reorder_or_hide_text_are_escaped_like_control_characters():
+    # Attack 6, case 19a: U+202E made a page show "True" where the cell printed "eurT".
+    from book_extensions.execution.runner import escape_control_characters
+
+    output = {"output_type": "stream", "name": "stdout", "text": "\u202eeurT and\u200b \x07\n"}
+    assert escape_control_characters(output) == "\u202e"
+    assert output["text"] == "\\u202eeurT and\\u200b \\x07\n"
+    plain = {"output_type": "stream", "name": "stdout", "text": "\x1b[31mred\x1b[0m 中文 é\n"}
+    assert escape_control_characters(plain) is None
+
+
+@pytest.mark.unit
+def test_a_cached_notebook_that_cannot_be_read_is_dropped_and_the_page_run_again(monkeypatch):
+    # Attack 6, case 4: Landlock leaves modes alone, and a cell set the cache's stored notebooks
+    # to mode 000; the next build read them and Sphinx crashed on the PermissionError.
+    import nbformat
+
+    from book_extensions.execution import runner
+
+    class Record:
+        hashkey, data = "key", {}
+
+    class Cache:
+        def match_cache_notebook(self, code):
+            return Record()
+
+        def merge_match_into_notebook(self, code, nb_meta=None):
+            raise PermissionError(13, "Permission denied")
+
+    dropped = []
+    monkeypatch.setattr(runner, "drop", lambda cache, key: dropped.append(key))
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    assert runner.cached_notebook(Cache(), notebook) == (None, None, "its notebook is unreadable (PermissionError)")
+    assert dropped == ["key"]

@@ -141,6 +141,7 @@ def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool 
     code = language.code
     return [
         sys.executable, "-m", "sphinx",
+        *args.sphinx_args,  # first: Sphinx takes the last of each, and the rest are the driver's
         "-b", args.builder,
         "-c", str(args.confdir),
         "-d", str(out / args.device / "doctrees" / code),
@@ -151,7 +152,6 @@ def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool 
         "-W", "-j", jobs, *(["-q"] if args.quiet else []), *(["-E"] if fresh else []),
         str(docs / code),
         str(output_dir(out, args.device, args.builder, code)),
-        *args.sphinx_args,
     ]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 
 from ..configuration.settings import book_languages
@@ -26,12 +27,29 @@ from .build import parse_args as build_args
 from .build_locks import hold_build_locks
 
 
+def port_number(text: str) -> str:
+    """A port as sphinx-autobuild takes it, checked here in one line (attack 6, case 22d)."""
+    if text.isdigit() and 1 <= int(text) <= 65535:
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r} is not a port (1-65535)")
+
+
+def port_in_use(port: str) -> str | None:
+    """Why sphinx-autobuild could not serve on ``port`` once it had built everything, or None."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", int(port)))
+        except OSError as error:
+            return f"port {port} cannot be served on ({error.strerror}): choose another with --port"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m book_extensions serve", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("language", nargs="?", help="a language of conf.py (default: the first)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--port", default="8000")
+    parser.add_argument("--port", type=port_number, default="8000", help="the port to serve on (1-65535)")
     add_folder_options(parser, "--docs", "--out", "--cache-root")
     parser.epilog = "Arguments after -- go to sphinx-build, as with build: -- -D nb_execution_timeout=30"
     argv = sys.argv[1:] if argv is None else argv
@@ -45,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     build = build_args(["html", "--device", args.device, "--docs", str(args.docs), "--out", str(args.out),
                         "--cache-root", str(args.cache_root), "--language", args.language, "--", *sphinx_args])
     # The driver's checks, before sphinx-autobuild: what it would otherwise show as a traceback.
-    problems = start_problems(build)
+    problems = start_problems(build) or [problem for problem in [port_in_use(args.port)] if problem]
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)

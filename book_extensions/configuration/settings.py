@@ -255,6 +255,11 @@ def checked(values: Mapping[str, Any], source: Callable[[str], str]) -> BookConf
 
 # --- conf.py, read by the driver and the tools ----------------------------------------
 
+# The settings the build driver gives Sphinx itself, and how to choose them.
+DRIVER_SETTINGS = {"book_device": "give the build --device", "book_cache_root": "give the build --cache-root",
+                   "book_reading_turn_fd": "the order in which languages read", "book_reading_after":
+                   "the order in which languages read", "language": "give the build --language"}
+
 # sphinx-build's options that pass after ``--``, by the name its parser gives them: those that
 # change what it says, or how much it rebuilds, never what it builds (-D only for BookConfig's).
 PASSED_OPTIONS = {"define", "nitpicky", "verbosity", "quiet", "traceback", "color", "freshenv", "force_all",
@@ -369,6 +374,12 @@ def problems(confdir: Path, docs: Path, languages: Sequence[str] | None = None,
         overrides = override_pairs(sphinx_args)
     except BookConfigError as error:
         return error.problems
+    # The driver's own: it locks, checks and names the cache, the device and the reading turns
+    # it gives Sphinx, and another value would reach Sphinx unlocked and unchecked (attack 6, 1-3).
+    owned = [f"-D {name}={value}: the build sets {name} itself ({DRIVER_SETTINGS[name]})"
+             for name, value in overrides if name in DRIVER_SETTINGS]
+    if owned:
+        return owned
     declared = {f.name for f in fields(BookConfig)}
     # Any other setting of Sphinx or myst-nb could change what every page shows or how it is
     # checked (suppress_warnings, nb_metadata_key, language, html_extra_path…), unseen by the

@@ -82,8 +82,16 @@ from .code_comments import code_of
 from .processes import adopt_orphans, stop
 
 # A control character other than \t, \n, \r, unless it starts an ANSI colour (SGR) sequence,
-# which myst-nb renders as colour. Browsers show the rest as nothing, or as a box.
-CONTROL_CHARACTER = re.compile(r"(?!\x1b\[[0-9;]*m)[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# which myst-nb renders as colour. Browsers show the rest as nothing, or as a box. So too the
+# format characters that reorder or hide text (bidirectional overrides and isolates, zero-width
+# marks, the byte-order mark): a page would show other text than the cell printed (attack 6, 19a).
+CONTROL_CHARACTER = re.compile(r"(?!\x1b\[[0-9;]*m)[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+                               r"\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def escape(character: str) -> str:
+    """A character as Python writes it in a string: \\x07, \\u202e."""
+    return f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}"
 
 
 class IpcKernelManager(AsyncKernelManager):
@@ -138,7 +146,7 @@ def escape_control_characters(output) -> str | None:
         if found is None:
             return text
         first = first or found.group()
-        return CONTROL_CHARACTER.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+        return CONTROL_CHARACTER.sub(lambda m: escape(m.group()), text)
 
     for key in ("text", "evalue"):
         if isinstance(output.get(key), str):
@@ -251,7 +259,7 @@ class CheckedClient(NotebookClient):
         if self.control_character is not None:
             index, character = self.control_character
             return index, (f"{code_cell(self.nb, index)} shows the control character "
-                           f"\\x{ord(character):02x}, which a page cannot show; leave it out "
+                           f"{escape(character)}, which a page cannot show; leave it out "
                            "or print its repr()")
         return None
 
@@ -799,7 +807,7 @@ def cached_notebook(cache, notebook) -> tuple[object, object, str]:
         _, merged = cache.merge_match_into_notebook(code, nb_meta=CACHED_METADATA)
     except KeyError:  # jupyter-cache's "Notebook file does not exist for cache record"
         why = "its notebook is missing"
-    except (ValueError, ValidationError, IndexError) as error:  # truncated: NotJSONError
+    except (ValueError, ValidationError, IndexError, OSError) as error:  # truncated: NotJSONError; mode 000
         why = f"its notebook is unreadable ({type(error).__name__})"
     else:
         if record.data.get(OUTPUTS_DIGEST) != outputs_digest(merged):

@@ -106,3 +106,42 @@ def test_a_change_the_sandbox_lets_through_is_blamed_on_its_page_whatever_its_lo
     assert build.returncode == 1, build.output
     assert re.search(r"en/second\.md: WARNING: the book's sources changed while this page executed: "
                      r"\S*en/index\.md", build.output), build.output
+
+
+@pytest.mark.fixture
+@needs_landlock
+def test_a_doctest_cannot_write_the_sources_or_the_cache_nor_end_the_build_early(tmp_path):
+    # Attack 6, cases 7, 8, 29: "Check yourself" examples ran in Sphinx's own process with the
+    # build's rights: one rewrote a page, one forged a cached output and its digest (published
+    # and recorded by the next html build), one ended the process with status 0 before the
+    # examples after it ran, and the build said "doctest ok".
+    docs, cache = tmp_path / "docs", tmp_path / "cache"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    first = build_book(docs, tmp_path, "html", "--language", "en", cache=cache)
+    assert first.returncode == 0, first.output
+    # The cache itself changes in this build (the page with the new block is read again, and
+    # executed): a file of the doctest's own making stands for a forged record.
+    targets = {"source": docs / "en" / "index.md", "site": first.site() / "en" / "index.html",
+               "cache": next(cache.rglob("global.db")).parent / "forged"}
+    before = {name: path.read_bytes() for name, path in targets.items() if path.exists()}
+    lines = ["```{doctest}", ">>> import pathlib"]
+    for name, path in targets.items():
+        lines += [f">>> target = pathlib.Path(bytes.fromhex({str(path).encode().hex()!r}).decode())",
+                  ">>> try:", "...     _ = target.write_bytes(b'x')", "... except PermissionError:",
+                  f"...     print({name!r}, 'refused')", f"{name} refused"]
+    block = "\n" + "\n".join(lines) + "\n```\n"
+    for code in ("en", "zh"):
+        with (docs / code / "second.md").open("a", encoding="utf8") as page:
+            page.write(block)
+    confined = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)
+    assert confined.returncode == 0, confined.output
+    assert confined.output.count("doctest ok") == 1  # the examples printed "refused", as they expect
+    assert {name: path.read_bytes() for name, path in targets.items() if path.exists()} == before
+    ended = "\n```{doctest}\n>>> import os\n>>> os._exit(0)\n>>> 1 + 1\n3\n```\n"
+    for code in ("en", "zh"):
+        with (docs / code / "second.md").open("a", encoding="utf8") as page:
+            page.write(ended)
+    early = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)
+    assert early.returncode == 1, early.output
+    assert ("error: [en] the doctests ended before their summary: an example stopped the build's process"
+            in early.output.splitlines()), early.output

@@ -493,6 +493,11 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
     if left:
         print(f"warning: [{code}] the build left processes running, now ended: {', '.join(left)}",
               file=sys.stderr)
+    unfinished = unfinished_doctests(output_dir(args.out, args.device, args.builder, code)) \
+        if returncode == 0 and args.builder == "doctest" else None
+    if unfinished:
+        print(f"error: [{code}] {unfinished}", file=sys.stderr)
+        returncode = 1
     status = "ok" if returncode == 0 else f"FAILED (exit {returncode})"
     print(f"[{code}] {args.builder} {status} in {time.perf_counter() - started:.1f} s{why}", flush=True)
     if returncode:
@@ -507,6 +512,19 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
     write_note(doctrees, {"trusted": trusted, "environment": environment_stamp(doctrees),
                           "sources": sources, "files": folder_files(work), "site_parts": parts})
     return "built", inputs
+
+
+def unfinished_doctests(outdir: Path) -> str | None:
+    """Why a doctest build that exited 0 did not finish, or None: sphinx.ext.doctest writes its
+    summary last in output.txt, and an example that ended the process early left none
+    (attack 6, case 29: os._exit(0) in a block, and the examples after it never ran)."""
+    try:
+        text = (outdir / "output.txt").read_text(encoding="utf8", errors="replace")
+    except OSError as error:
+        return f"the doctests' output {shown(outdir / 'output.txt', Path.cwd())} cannot be read ({error.strerror})"
+    if "Doctest summary" not in text:
+        return "the doctests ended before their summary: an example stopped the build's process"
+    return None
 
 
 def report_doctest_relaxations(args: argparse.Namespace, language: Language) -> None:

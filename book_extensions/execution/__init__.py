@@ -17,7 +17,9 @@
 - :mod:`.code_comments`: a code cell's code apart from its comments and docstrings;
 - :mod:`.notebook_downloads`: each page as an executed notebook, to download or open in Colab;
 - :mod:`.page_state`: what the extensions note about each page, in one environment collector;
-- :mod:`.changed_pages`: which pages to read again, by content rather than by time.
+- :mod:`.changed_pages`: which pages to read again, by content rather than by time;
+- :mod:`.doctest_sandbox`: the "Check yourself" doctests, which run in Sphinx's own process,
+  confined once the pages are read, as the kernels are.
 
 The code that runs inside the kernels is :mod:`book_extensions.kernel`. Imports nothing.
 """

@@ -31,6 +31,9 @@ class RunState:
     terms: tuple[str, list] = ("", [])  # where the edition's term list is, and its terms (checks/prose)
     autocorrect: ModuleType | None = None  # autocorrect_py, configured; a CJK edition's only (checks/typography)
     source_snapshot: dict[str, str] = field(default_factory=dict)  # file -> digest before reading (execution/changed_pages)
+    # each page's titles (its own and its sections') before reading (execution/changed_pages)
+    titles_before: dict[str, str | None] = field(default_factory=dict)
+    pages_came_or_went: bool = False  # a page was added or removed (execution/changed_pages)
     reading_turn_ended: bool = False  # this language's reading turn was handed on (execution/page_execution)
     search_counts: dict | None = None  # each page's word counts for the search (site/search)
 

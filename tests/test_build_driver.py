@@ -505,6 +505,19 @@ def test_a_file_a_page_includes_or_loads_from_anywhere_is_followed(tmp_path, fix
     assert "[en] html unchanged in " in unchanged.output
 
 
+def test_a_changed_title_is_shown_by_every_page_that_names_it(pages):
+    # Attack 6, case 12b: Sphinx wrote only the page it read and its toctree parent, and the
+    # next page kept the old title in its "previous" link.
+    docs, build, first = pages
+    assert "Second" in (first.site() / "en" / "old.html").read_text(encoding="utf8")
+    second = docs / "en" / "second.md"
+    second.write_text(second.read_text(encoding="utf8").replace("# Second", "# Renamed page"), encoding="utf8")
+    again = build()
+    assert again.returncode == 0, again.output
+    for name in ("index.html", "second.html", "old.html"):
+        assert "Renamed page" in (again.site() / "en" / name).read_text(encoding="utf8"), name
+
+
 def test_a_published_file_edited_in_place_is_published_again(pages):
     # Issue 31: the no-change check compared the published files' sizes only.
     docs, build, first = pages

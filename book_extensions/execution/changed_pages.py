@@ -71,10 +71,40 @@ def note_source(app: Sphinx, docname: str, source: list[str]) -> None:
 
 def snapshot(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
     """Before any page is read (and before parallel readers fork): the digest of every file
-    in the source folder and of every dependency known, as they are before this build reads them."""
+    in the source folder and of every dependency known, as they are before this build reads
+    them."""
     files = {p for p in Path(env.srcdir).rglob("*") if p.is_file()}
     files |= {Path(p) for deps in env.dependencies.values() for p in deps}
     build_state.run(app).source_snapshot = {str(p): file_digest(p) for p in files}
+
+
+def note_titles(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
+    """``env-before-read-docs``: the titles of the pages this build reads again, as they were."""
+    build_state.run(app).titles_before = {d: titles(env, d) for d in docnames}
+
+
+def note_pages_coming_or_going(app: Sphinx, env: BuildEnvironment, added, changed_now, removed) -> list[str]:
+    """``env-get-outdated``: whether a page was added or removed (which other pages show)."""
+    build_state.run(app).pages_came_or_went = bool(added or removed)
+    return []
+
+
+def titles(env: BuildEnvironment, docname: str) -> str | None:
+    """A page's title and its sections' titles, as its contents (env.tocs) hold them."""
+    toc = env.tocs.get(docname)
+    return None if toc is None else f"{env.titles[docname].astext()}\n{toc.astext()}"
+
+
+def pages_naming_changed_titles(app: Sphinx, env: BuildEnvironment) -> list[str]:
+    """``env-get-updated``: every page, when a page read again has another title or section
+    titles, or a page came or went. Other pages show them (a link's text, the previous and
+    next page, the contents), and Sphinx writes only the pages it read and their toctree
+    parents: the others kept the old title (attack 6, case 12b). Rare, and writing is cheap
+    next to executing."""
+    state = build_state.run(app)
+    if state.pages_came_or_went or any(titles(env, d) != title for d, title in state.titles_before.items()):
+        return sorted(env.found_docs)
+    return []
 
 
 def note_dependencies(app: Sphinx, doctree) -> None:
@@ -138,3 +168,6 @@ def setup(app: Sphinx) -> None:
     app.connect("env-before-read-docs", snapshot)
     app.connect("doctree-read", note_dependencies)
     app.connect("env-get-outdated", pages_with_other_content)
+    app.connect("env-get-outdated", note_pages_coming_or_going)
+    app.connect("env-before-read-docs", note_titles)
+    app.connect("env-get-updated", pages_naming_changed_titles)

@@ -31,6 +31,7 @@ import json
 import os
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 
@@ -90,9 +91,14 @@ def note_pages_coming_or_going(app: Sphinx, env: BuildEnvironment, added, change
 
 
 def titles(env: BuildEnvironment, docname: str) -> str | None:
-    """A page's title and its sections' titles, as its contents (env.tocs) hold them."""
-    toc = env.tocs.get(docname)
-    return None if toc is None else f"{env.titles[docname].astext()}\n{toc.astext()}"
+    """A page's title and its sections' titles as last read (None: never read)."""
+    state = page_state.every(env).get(docname)
+    return None if state is None else state.titles
+
+
+def note_titles_read(app: Sphinx, doctree: nodes.document) -> None:
+    """``doctree-read``: the page's title and its sections' titles."""
+    page_state.of(app.env).titles = "\n".join(title.astext() for title in doctree.findall(nodes.title))
 
 
 def pages_naming_changed_titles(app: Sphinx, env: BuildEnvironment) -> list[str]:
@@ -170,4 +176,5 @@ def setup(app: Sphinx) -> None:
     app.connect("env-get-outdated", pages_with_other_content)
     app.connect("env-get-outdated", note_pages_coming_or_going)
     app.connect("env-before-read-docs", note_titles)
+    app.connect("doctree-read", note_titles_read)
     app.connect("env-get-updated", pages_naming_changed_titles)

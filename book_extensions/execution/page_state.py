@@ -40,6 +40,7 @@ class PageState:
     cell_sections: dict[int, str] = field(default_factory=dict)  # code cell number: its section's title
     exercises: list[dict] = field(default_factory=list)  # its exercises, checked (site/exercises.py), in order
     names: set[tuple[str, str, str]] = field(default_factory=set)  # what it defines: (domain, type, name) (checks/unique_names)
+    titles: str | None = None  # its title and its sections' titles, which other pages show (changed_pages)
     # What the page was read from (changed_pages): the digest of the text Sphinx parsed, and
     # of each file it depends on as it was before that build read it.
     source: str | None = None

@@ -619,3 +619,35 @@ def test_jobs_is_a_number_of_processes_or_auto():
     for text in ("0", "-3", "abc", ""):
         with pytest.raises(Exception, match="is not a number of processes"):
             driver.jobs_value(text)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_before_sphinx_runs_is_said_in_one_line(monkeypatch, capsys, signum):
+    # Attack 6, cases 10a, 10b: Ctrl-C while the driver checked its inputs was a traceback, and
+    # SIGTERM ended it without a word.
+    monkeypatch.setattr(driver, "start_problems", lambda args: os.kill(os.getpid(), signum) or [])
+    assert driver.main(["html", "--out", "/nonexistent/out"]) == 128 + signum
+    message = {signal.SIGINT: "the build was interrupted", signal.SIGTERM: "the build was stopped by SIGTERM"}
+    assert capsys.readouterr().err.splitlines() == [f"error: {message[signum]}; run it again to finish"]
+    assert signal.getsignal(signum) is not driver.interrupted  # put back as it was
+
+
+@pytest.mark.unit
+def test_a_published_file_whose_mode_changed_or_cannot_be_read_is_not_as_published(tmp_path, monkeypatch):
+    # Attack 6, case 5: Landlock leaves modes alone; a cell made a kept page mode 600 (exit 0),
+    # or 000 (a traceback in the driver).
+    page = tmp_path / "index.html"
+    page.write_text("<p>page</p>", encoding="utf8")
+    page.chmod(0o644)
+    published = last_build.folder_files(tmp_path)
+    page.chmod(0o600)
+    assert last_build.folder_files(tmp_path) != published
+    page.chmod(0o644)
+    assert last_build.folder_files(tmp_path) == published
+
+    def refused(self):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_bytes", refused)
+    assert last_build.folder_files(tmp_path) == {"index.html": "unreadable:Permission denied"}

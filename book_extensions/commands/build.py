@@ -356,8 +356,34 @@ def start_problems(args: argparse.Namespace) -> list[str]:
     return problems or input_problems(args)
 
 
+class Interrupted(Exception):
+    """A signal that came while the driver itself worked, before or after Sphinx ran."""
+
+
+def interrupted(signum: int, frame) -> None:
+    raise Interrupted(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The build, with SIGINT and SIGTERM said in one line whenever they come: during the
+    languages' builds :class:`Stop` passes them on to Sphinx; before and after, they end the
+    driver (attack 6, cases 10, 11: a traceback, or nothing said at all)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    previous = {signum: signal.signal(signum, interrupted) for signum in Stop.MESSAGES}
+    try:
+        return run_build(args)
+    except Interrupted as stopped:
+        signum = stopped.args[0]
+        recorded = "; the site is published, its record is not: run it again (nothing is built again)" \
+            if args.record and getattr(args, "published", False) else "; run it again to finish"
+        print(f"error: {Stop.MESSAGES[signum]}{recorded}", file=sys.stderr)
+        return 128 + signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def run_build(args: argparse.Namespace) -> int:
     problems = start_problems(args)
     if problems:
         for problem in problems:
@@ -398,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         compile_sphinx_catalogs()
         status = with_signals_passed_on(args, languages, locks)
+        args.published = status == 0
         return status or record_published(args, languages)
     finally:
         for lock in locks:  # the build's processes are gone by now: they held them too

@@ -118,10 +118,12 @@ def source_files(args: argparse.Namespace, code: str) -> dict[str, str]:
 
 
 def folder_files(folder: Path, leave_out: tuple[str, ...] = ()) -> dict[str, str]:
-    """Each file of a built folder and its content's digest: what publishing copied, and must
-    still be there as it was (a size or a time an edit in place can keep; its content it cannot).
-    A symbolic link is noted as one, with its target, never followed (a link to a copy of a page
-    outside the site is not the page); ``leave_out``: top-level entries not to list."""
+    """Each file of a built folder, its mode and its content's digest: what publishing copied,
+    and must still be there as it was (a size or a time an edit in place can keep; its content
+    it cannot; and a sandboxed cell can change a mode, which Landlock leaves alone: attack 6,
+    case 5). A file that cannot be read is noted as such, not a traceback. A symbolic link is
+    noted as one, with its target, never followed (a link to a copy of a page outside the site
+    is not the page); ``leave_out``: top-level entries not to list."""
     found = {}
     for root, folders, files in os.walk(folder):
         here = Path(root)
@@ -130,9 +132,16 @@ def folder_files(folder: Path, leave_out: tuple[str, ...] = ()) -> dict[str, str
             files = [name for name in files if name not in leave_out]
         for name in [*files, *(f for f in folders if (here / f).is_symlink())]:
             path = here / name
-            found[str(path.relative_to(folder))] = (f"link:{os.readlink(path)}" if path.is_symlink()
-                                                    else hashlib.sha256(path.read_bytes()).hexdigest())
+            found[str(path.relative_to(folder))] = f"link:{os.readlink(path)}" if path.is_symlink() else file_entry(path)
     return dict(sorted(found.items()))
+
+
+def file_entry(path: Path) -> str:
+    """A file's mode and the digest of its content, or why it cannot be read."""
+    try:
+        return f"{path.stat().st_mode & 0o7777:o}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
+    except OSError as error:
+        return f"unreadable:{error.strerror}"
 
 
 # Beside the site: what the last publish put there, each language's files and the root's.

@@ -145,3 +145,15 @@ def test_a_doctest_cannot_write_the_sources_or_the_cache_nor_end_the_build_early
     assert early.returncode == 1, early.output
     assert ("error: [en] the doctests ended before their summary: an example stopped the build's process"
             in early.output.splitlines()), early.output
+
+
+@pytest.mark.fixture
+@pytest.mark.skipif(sandbox.abi() < 6, reason="this Linux kernel's Landlock does not scope signals (ABI 6)")
+def test_a_cell_cannot_signal_the_sphinx_that_runs_it(build_fixture):
+    # Attack 6, case 17: a cell sent SIGSTOP to its Sphinx process, and the build hung for good.
+    build = build_fixture("reader_killed", "html", "--language", "en")
+    assert build.returncode == 1, build.output
+    assert re.search(r"en/index\.md:\d+: WARNING: code cell 2 raised PermissionError: \[Errno 1\] Operation not "
+                     r"permitted; a page's kernel may write only in its working folder and its temporary files, "
+                     r"and signal only the processes it started", build.output), build.output
+    assert "Sphinx ended while" not in build.output

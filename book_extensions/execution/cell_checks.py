@@ -131,7 +131,8 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
         if "expect_error" not in cell.metadata:
             if raised:
                 # Most likely the kernel's sandbox (kernel/sandbox.py) refused a write.
-                hint = ("; a page's kernel may write only in its working folder and its temporary files"
+                hint = ("; a page's kernel may write only in its working folder and its temporary files, "
+                        "and signal only the processes it started"
                         if errors[0].ename == "PermissionError" else "")
                 warn(f"{where} raised {raised}{hint}", location, "cell_error")
             continue

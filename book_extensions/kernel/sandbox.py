@@ -8,7 +8,8 @@ what it did not see (a cache record rewritten whole, digest and all). Here the k
 process, and every process it starts, gets from the Linux kernel itself a write access to
 the page's scratch folder (its working folder, home and temporary files), its sockets,
 ``/dev`` and the build's log of writes, and to nothing else: a cell writing elsewhere
-raises ``PermissionError``. Reading is not restricted.
+raises ``PermissionError``. Where Landlock has scopes (ABI 6), a cell may signal only the
+processes it started, not the Sphinx that runs it nor the driver. Reading is not restricted.
 
 The executor starts the kernel's command through :func:`wrapped`, with the kernel's
 environment. Where the Linux kernel has no Landlock
@@ -31,6 +32,7 @@ PR_SET_NO_NEW_PRIVS = 38
 WRITE_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
 MAKES = sum(1 << bit for bit in range(6, 13))  # char, dir, regular file, socket, fifo, block, symlink
 REFER, TRUNCATE = 1 << 13, 1 << 14  # Landlock ABI 2 and 3
+SCOPE_SIGNAL = 1 << 1  # Landlock ABI 6: signals only to processes in the same sandbox
 
 
 def _syscall():
@@ -64,7 +66,9 @@ def restrict(writable: list[str]) -> bool:
     if not version:
         return False
     libc, rights = _syscall(), handled(version)
-    attr = struct.pack("=Q", rights)
+    # From ABI 6 a signal is scoped too: a cell cannot stop (SIGSTOP) or kill the Sphinx that
+    # runs it, or the build driver, only the processes it started itself (attack 6, case 17).
+    attr = struct.pack("=QQQ", rights, 0, SCOPE_SIGNAL) if version >= 6 else struct.pack("=Q", rights)
     ruleset = libc.syscall(CREATE_RULESET, ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")

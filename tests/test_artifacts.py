@@ -69,6 +69,16 @@ def test_every_written_form_of_a_path_is_found_and_only_a_path(tmp_path):
     notebook = {"cells": [{"outputs": [{"data": {"image/png": base64.b64encode(
         png(b"iTXt", b"Comment\0\0\0\0\0drawn in /tmp/x")).decode()}}]}]}
     (site / "page.ipynb").write_text(json.dumps(notebook), encoding="utf8")
+    # Attack 6, case 20: a PDF output with the path in a compressed stream, a GIF's comment.
+    pdf = b"%PDF-1.4\n1 0 obj << /Filter /FlateDecode >> stream\n" + zlib.compress(f"({machine})".encode()) + \
+        b"\nendstream endobj\n%%EOF"
+    (site / "document.ipynb").write_text(json.dumps({"cells": [{"outputs": [{"data": {
+        "application/pdf": base64.b64encode(pdf).decode(), "text/plain": "<document>"}}]}]}), encoding="utf8")
+    comment = b"drawn in /tmp/x"
+    gif = b"GIF89a" + struct.pack("<HHBBB", 1, 1, 0, 0, 0) + b"\x21\xfe" + bytes([len(comment)]) + comment + \
+        b"\x00" + b"\x2c" + struct.pack("<HHHHB", 0, 0, 1, 1, 0) + b"\x02\x02\x44\x01\x00" + b"\x3b"
+    (site / "animation.gif").write_bytes(gif)
+    (site / "clean.gif").write_bytes(gif.replace(comment, b"drawn in a book"))
     with zipfile.ZipFile(site / "book.epub", "w") as epub:
         epub.writestr("EPUB/index.xhtml", f"<p>{machine}/docs</p>")
     found = {rel: kind for rel, kind, _ in leaks(site, paths)}
@@ -87,6 +97,8 @@ def test_every_written_form_of_a_path_is_found_and_only_a_path(tmp_path):
         "page.ipynb": "the temp folder",
         "photo.jpg": "the repository root",
         "entities.html": "the temp folder",
+        "document.ipynb": "the repository root",
+        "animation.gif": "the temp folder",
         "book.epub:EPUB/index.xhtml": "the repository root",
     }
 

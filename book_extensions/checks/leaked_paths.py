@@ -91,6 +91,9 @@ def leak_pattern(paths: list[tuple[str, str]]) -> tuple[re.Pattern[bytes], dict[
 LINE_BREAK_CHANCES = (b"<wbr>", b"<wbr/>")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 JPEG_START = b"\xff\xd8"
+GIF_SIGNATURE = b"GIF8"
+# A notebook's outputs held as text, which the notebook's own text already shows.
+TEXT_MIME_TYPES = ("image/svg+xml", "application/json", "application/javascript")
 
 
 def published_text(outdir: Path) -> Iterator[tuple[str, bytes]]:
@@ -130,7 +133,7 @@ def is_text(data: bytes) -> bool:
 def held(name: str, data: bytes) -> Iterator[bytes]:
     """The text a file holds in another encoding than its bytes: a PNG's text chunks,
     inflated, also those of a notebook's PNG images."""
-    if data.startswith((PNG_SIGNATURE, JPEG_START, b"RIFF")):
+    if data.startswith((PNG_SIGNATURE, JPEG_START, b"RIFF", GIF_SIGNATURE)):
         yield from image_text(data)
     elif name.endswith(".ipynb"):
         try:
@@ -140,17 +143,28 @@ def held(name: str, data: bytes) -> Iterator[bytes]:
         for cell in cells if isinstance(cells, list) else []:
             for output in cell.get("outputs", []) if isinstance(cell, dict) else []:
                 for mime_type, payload in (output.get("data") or {}).items() if isinstance(output, dict) else []:
-                    if mime_type.startswith("image/") and mime_type != "image/svg+xml" and isinstance(payload, str):
-                        with suppress(ValueError):
-                            yield from image_text(base64.b64decode(payload))
+                    if not isinstance(payload, str) or mime_type in TEXT_MIME_TYPES or mime_type.startswith("text/"):
+                        continue  # read as the notebook's own text
+                    try:
+                        decoded = base64.b64decode(payload, validate=True)
+                    except ValueError:
+                        continue
+                    if mime_type.startswith("image/"):
+                        yield from image_text(decoded)
+                    elif mime_type == "application/pdf":
+                        yield from pdf_text(decoded)
+                    else:  # any other binary output: its bytes as they are (attack 6, case 20)
+                        yield decoded
 
 
 def image_text(data: bytes) -> Iterator[bytes]:
     """The text an image file carries besides its pixels: a PNG's text chunks, a JPEG's comment
-    and application segments (EXIF, XMP, IPTC), a WebP's EXIF and XMP chunks. (A GIF's
-    extensions are not found without decoding its pixels, whose bytes hold any run by chance.)"""
+    and application segments (EXIF, XMP, IPTC), a WebP's EXIF and XMP chunks, a GIF's comment,
+    text and application extensions."""
     if data.startswith(PNG_SIGNATURE):
         yield from png_text(data)
+    elif data.startswith(GIF_SIGNATURE):
+        yield from gif_text(data)
     elif data.startswith(JPEG_START):
         at = 2
         while at + 4 <= len(data) and data[at] == 0xFF:
@@ -167,6 +181,42 @@ def image_text(data: bytes) -> Iterator[bytes]:
             if kind in (b"EXIF", b"XMP "):
                 yield data[at + 8:at + 8 + length]
             at += 8 + length + (length & 1)
+
+
+def gif_text(data: bytes) -> Iterator[bytes]:
+    """A GIF's extensions other than graphic control (comment, plain text, application: XMP),
+    its blocks walked by their lengths, the pixels' sub-blocks skipped unread."""
+    def sub_blocks(at: int) -> tuple[bytes, int]:
+        body = b""
+        while at < len(data) and data[at]:
+            body += data[at + 1:at + 1 + data[at]]
+            at += 1 + data[at]
+        return body, at + 1
+
+    if len(data) < 13:
+        return
+    flags = data[10]
+    at = 13 + (3 * 2 ** ((flags & 7) + 1) if flags & 0x80 else 0)  # the global colour table
+    while at < len(data):
+        if data[at] == 0x21 and at + 1 < len(data):  # an extension
+            label = data[at + 1]
+            body, at = sub_blocks(at + 2)
+            if label != 0xF9:
+                yield body
+        elif data[at] == 0x2C and at + 10 <= len(data):  # an image: its descriptor, colours, pixels
+            flags = data[at + 9]
+            at += 10 + (3 * 2 ** ((flags & 7) + 1) if flags & 0x80 else 0) + 1  # and the LZW code size
+            _, at = sub_blocks(at)
+        else:  # the trailer, or what no GIF holds
+            return
+
+
+def pdf_text(data: bytes) -> Iterator[bytes]:
+    """A PDF's bytes, with each of its compressed (FlateDecode) streams inflated."""
+    yield data
+    for stream in re.finditer(rb"stream\r?\n(.*?)endstream", data, re.S):
+        with suppress(zlib.error):
+            yield zlib.decompressobj().decompress(stream.group(1))
 
 
 def png_text(data: bytes) -> Iterator[bytes]:

@@ -177,6 +177,13 @@ def test_each_build_has_a_page_executor_of_its_own(tmp_path, monkeypatch):
     # Each page's kernel writes its own log alone (the sandbox), whatever a line of it says.
     monkeypatch.setattr(runner, "kernels_confined", lambda: True)
     assert build.written_by_other_pages("/tmp/book-page-b") == {f"{ROOT}/README.md"}
+    # Only what was noted while the page ran: a claim made before cannot excuse a change made
+    # since (attack 6, case 6).
+    started = build.log_sizes()
+    assert build.written_by_other_pages("/tmp/book-page-b", started) == set()
+    with (logs / "book-page-a.log").open("a") as log:
+        log.write(f"{ROOT}/LICENSE\n")
+    assert build.written_by_other_pages("/tmp/book-page-b", started) == {f"{ROOT}/LICENSE"}
     # Without the sandbox, a cell could write its changes into another page's log (attack 5, case 3).
     monkeypatch.setattr(runner, "kernels_confined", lambda: False)
     assert build.written_by_other_pages("/tmp/book-page-b") == set()

@@ -488,21 +488,33 @@ class PageRunner:
         """Where the kernel of the page run in ``scratch`` notes what it writes."""
         return None if self.writes_logs is None else self.writes_logs / f"{Path(scratch).name}.log"
 
-    def written_by_other_pages(self, scratch: str) -> set[str]:
-        """Paths the kernels of other pages noted writing (kernel/writes.py), and not this one's.
-        Only where each kernel can write its own log alone (the sandbox): elsewhere a cell could
-        put a change of its own in another page's log (attack 5, case 3), so every page that
-        sees a change fails with it."""
+    def log_sizes(self) -> dict[Path, int]:
+        """How long each page's log of writes is now (as this page starts)."""
+        sizes = {}
+        for log in self.writes_logs.glob("*.log") if self.writes_logs is not None else ():
+            with suppress(OSError):
+                sizes[log] = log.stat().st_size
+        return sizes
+
+    def written_by_other_pages(self, scratch: str, since: dict[Path, int] | None = None) -> set[str]:
+        """Paths the kernels of other pages noted writing (kernel/writes.py) while this page ran
+        (their logs past ``since``, their sizes as it started), and not this one's. A claim made
+        before a page started cannot excuse a change made while it ran (attack 6, case 6). Only
+        where each kernel can write its own log alone (the sandbox): elsewhere a cell could put
+        a change of its own in another page's log (attack 5, case 3), so every page that sees a
+        change fails with it."""
         if self.writes_logs is None or not kernels_confined():
             return set()
+        since = since or {}
 
-        def noted(log: Path) -> set[str]:
-            with suppress(OSError):
-                return set(log.read_text(encoding="utf8", errors="surrogateescape").splitlines())
+        def noted(log: Path, start: int = 0) -> set[str]:
+            with suppress(OSError), log.open("rb") as file:
+                file.seek(start)
+                return set(file.read().decode("utf8", errors="surrogateescape").splitlines())
             return set()
 
         mine = self.page_log(scratch)
-        others = set().union(*(noted(log) for log in self.writes_logs.glob("*.log") if log != mine))
+        others = set().union(*(noted(log, since.get(log, 0)) for log in self.writes_logs.glob("*.log") if log != mine))
         return others - noted(mine)
 
     def execute(self, notebook, timeout: int | None, page: str = "") -> Execution:
@@ -536,7 +548,7 @@ class PageRunner:
         async def on_notebook_error(notebook) -> None:
             await client.kernel_failed(notebook)
 
-        before = self.source_state()
+        before, noted = self.source_state(), self.log_sizes()
         started = time.perf_counter()
         # A cell may leave a process writing in its folder: cleaning up must not fail the build.
         with (tempfile.TemporaryDirectory(prefix="book-page-", ignore_cleanup_errors=True) as scratch,
@@ -589,7 +601,7 @@ class PageRunner:
         result.seconds = time.perf_counter() - started
         result.cell = running.get("cell") if result.error else None
         self.judge(result, notebook, client.refusal(), left)
-        changed = self.changed_sources(before, self.source_state(), self.written_by_other_pages(scratch))
+        changed = self.changed_sources(before, self.source_state(), self.written_by_other_pages(scratch, noted))
         if changed and not result.error:
             result.error = "SourcesChanged"
             result.detail = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")

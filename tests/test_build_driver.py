@@ -653,3 +653,19 @@ def test_a_published_file_whose_mode_changed_or_cannot_be_read_is_not_as_publish
 
     monkeypatch.setattr(Path, "read_bytes", refused)
     assert last_build.folder_files(tmp_path) == {"index.html": "unreadable:Permission denied"}
+
+
+@pytest.mark.fixture
+def test_a_folder_the_build_cannot_write_is_one_line(tmp_path, monkeypatch, capsys, fixture_cache):
+    # Attack 6, case 15c: a read-only doctrees folder was a traceback from the driver.
+    def refused(doctrees):
+        raise PermissionError(13, "Permission denied", str(doctrees / last_build.NOTE))
+
+    monkeypatch.setattr(driver, "forget_note", refused)
+    status = driver.main(["html", "--language", "en", "--docs", str(FIXTURES / "good" / "docs"),
+                          "--out", str(tmp_path / "_build"), "--cache-root", str(fixture_cache), "-q"])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert re.search(r"^error: \[en\] the build cannot write \S+/doctrees/en/\S+ \(Permission denied\): make it "
+                     r"writable, or choose another --out$", err, re.M), err
+    assert "Traceback" not in err

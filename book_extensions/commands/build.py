@@ -507,9 +507,15 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
              or not set(noted) <= set(sources)
              # the working folder as the last good build left it (nothing deleted from it)
              or (args.builder == "html" and folder_files(work) != note.get("files")))
-    forget_note(doctrees)
-    if fresh:
-        publish.remove(work)
+    try:
+        forget_note(doctrees)
+        if fresh:
+            publish.remove(work)
+    except OSError as error:  # a folder the build cannot write (attack 6, case 15c)
+        where = shown(Path(error.filename), Path.cwd()) if error.filename else shown(doctrees, Path.cwd())
+        print(f"error: [{code}] the build cannot write {where} ({error.strerror}): make it writable, or "
+              "choose another --out", file=sys.stderr, flush=True)
+        return "failed", None
     if stop.signum is not None:
         return "stopped", None
     command = sphinx_command(args, language, args.docs, args.out, fresh, turn, jobs_for(args, fresh, noted, sources))

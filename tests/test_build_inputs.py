@@ -139,6 +139,11 @@ def test_relaxations_are_found_in_examples_and_block_options():
     found = [(line, dict(counts)) for line, counts in page_relaxations(page)]
     assert found == [(1, {"+NORMALIZE_WHITESPACE (the whole block)": 1, "+ELLIPSIS": 1, "+SKIP": 1}),
                      (7, {":skipif: True": 1}), (16, {"+ELLIPSIS (the whole block)": 1})]
+    # The same directives in reStructuredText, inside {eval-rst} (attack 6, case 9).
+    rst = ("```{eval-rst}\n.. doctest::\n   :options: +ELLIPSIS\n\n   >>> 'x' * 9\n   'xx...'\n\n"
+           "Prose after it.\n\n.. doctest::\n\n   >>> 1  # doctest: +SKIP\n   2\n```\n")
+    assert [(line, dict(counts)) for line, counts in page_relaxations(rst)] == [
+        (2, {"+ELLIPSIS (the whole block)": 1}), (10, {"+SKIP": 1})]
 
 
 # --- bad input files: one line each, before Sphinx starts -----------------------------------

@@ -24,20 +24,28 @@ COMPARED = ("doctest", "testoutput")
 # doctest's own pattern for a directive comment on an example's source line.
 DIRECTIVE = re.compile(r"#\s*doctest:\s*([^\n'\"]*)$")
 BLOCK_OPTION = re.compile(r"^\s*:(options|skipif|pyversion):\s*(.*)$")
+# The same directives written in reStructuredText (in an {eval-rst} block): attack 6, case 9.
+RST_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(" + "|".join(COMPARED) + r")::")
 
 
 def page_relaxations(text: str) -> list[tuple[int, Counter]]:
     """(line of the block's opening, how many examples each relaxation covers) per block
     of a MyST page that relaxes anything."""
     # Line by line, not myst_source.blocks: a doctest block counts wherever it is, in a {note} too.
-    found, block, fence = [], None, None
+    found, block, fence, indent = [], None, None, None
     for number, line in enumerate(lines(text), start=1):
+        if block is not None and indent is not None and line.strip() and len(line) - len(line.lstrip()) <= indent:
+            if block[1]:  # an rst directive ends where a line is indented no deeper than it
+                found.append(block)
+            block = None
         if block is None:
-            fence = fence_at(line)
+            fence, rst = fence_at(line), RST_DIRECTIVE.match(line)
             if fence and fence.directive in COMPARED:
-                block = (number, Counter())
+                block, indent = (number, Counter()), None
+            elif rst:
+                block, indent = (number, Counter()), len(rst.group(1))
             continue
-        if fence.closed_by(line):
+        if indent is None and fence.closed_by(line):
             if block[1]:
                 found.append(block)
             block = None
@@ -51,6 +59,8 @@ def page_relaxations(text: str) -> list[tuple[int, Counter]]:
         if directive:
             for flag in directive.group(1).replace(",", " ").split():
                 block[1][flag] += 1
+    if block is not None and indent is not None and block[1]:  # an rst directive at the end of the page
+        found.append(block)
     return found
 
 

@@ -57,10 +57,7 @@ def test_a_sandboxed_process_and_its_children_write_only_where_they_may(tmp_path
 def test_a_cell_cannot_write_the_sources_the_cache_or_the_site(tmp_path):
     # Attack 3, case 16: a cell rewrote another page's cached notebook and the digest its record
     # is checked against; no comparison after the page can tell that from a good record.
-    docs, cache = tmp_path / "docs", tmp_path / "cache"
-    shutil.copytree(FIXTURES / "good" / "docs", docs)
-    first = build_book(docs, tmp_path, "html", "--language", "en", cache=cache)
-    assert first.returncode == 0, first.output
+    docs, cache, first = good_book_built(tmp_path)
     stored = {path: path.read_bytes() for path in cache.rglob("*.ipynb")}
     targets = {"source": docs / "en" / "index.md", "site": first.site() / "en" / "index.html",
                "cache database": next(cache.rglob("global.db")), "cached notebook": next(iter(stored))}
@@ -71,9 +68,7 @@ def test_a_cell_cannot_write_the_sources_the_cache_or_the_site(tmp_path):
         f"    print({name!r}, 'written')\nexcept PermissionError:\n    print({name!r}, 'refused')"
         for name, path in targets.items()]
     cell = "\n```{code-cell} ipython3\n" + "\n".join(lines) + "\n```\n"
-    for code in ("en", "zh"):
-        with (docs / code / "second.md").open("a", encoding="utf8") as page:
-            page.write(cell)
+    append_to_second_page(docs, cell)
     build = build_book(docs, tmp_path, "html", "--language", "en", cache=cache)
     assert build.returncode == 0, build.output
     shown = (build.site() / "en" / "second.html").read_text(encoding="utf8")
@@ -99,9 +94,7 @@ def test_a_change_the_sandbox_lets_through_is_blamed_on_its_page_whatever_its_lo
             "log.write_text(log.read_text().replace(target, ''))\n"
             "try:\n    (log.parent / 'book-page-other.log').write_text(target + '\\n')\nexcept PermissionError:\n"
             "    print('refused')\n```\n")
-    for code in ("en", "zh"):
-        with (docs / code / "second.md").open("a", encoding="utf8") as page:
-            page.write(cell)
+    append_to_second_page(docs, cell)
     build = build_book(docs, tmp_path, "html", "--language", "en", cache=tmp_path / "cache")
     assert build.returncode == 1, build.output
     assert re.search(r"en/second\.md: WARNING: the book's sources changed while this page executed: "
@@ -115,10 +108,7 @@ def test_a_doctest_cannot_write_the_sources_or_the_cache_nor_end_the_build_early
     # build's rights: one rewrote a page, one forged a cached output and its digest (published
     # and recorded by the next html build), one ended the process with status 0 before the
     # examples after it ran, and the build said "doctest ok".
-    docs, cache = tmp_path / "docs", tmp_path / "cache"
-    shutil.copytree(FIXTURES / "good" / "docs", docs)
-    first = build_book(docs, tmp_path, "html", "--language", "en", cache=cache)
-    assert first.returncode == 0, first.output
+    docs, cache, first = good_book_built(tmp_path)
     # The cache itself changes in this build (the page with the new block is read again, and
     # executed): a file of the doctest's own making stands for a forged record.
     targets = {"source": docs / "en" / "index.md", "site": first.site() / "en" / "index.html",
@@ -130,17 +120,13 @@ def test_a_doctest_cannot_write_the_sources_or_the_cache_nor_end_the_build_early
                   ">>> try:", "...     _ = target.write_bytes(b'x')", "... except PermissionError:",
                   f"...     print({name!r}, 'refused')", f"{name} refused"]
     block = "\n" + "\n".join(lines) + "\n```\n"
-    for code in ("en", "zh"):
-        with (docs / code / "second.md").open("a", encoding="utf8") as page:
-            page.write(block)
+    append_to_second_page(docs, block)
     confined = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)
     assert confined.returncode == 0, confined.output
     assert confined.output.count("doctest ok") == 1  # the examples printed "refused", as they expect
     assert {name: path.read_bytes() for name, path in targets.items() if path.exists()} == before
     ended = "\n```{doctest}\n>>> import os\n>>> os._exit(0)\n>>> 1 + 1\n3\n```\n"
-    for code in ("en", "zh"):
-        with (docs / code / "second.md").open("a", encoding="utf8") as page:
-            page.write(ended)
+    append_to_second_page(docs, ended)
     early = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)
     assert early.returncode == 1, early.output
     assert ("error: [en] the doctests ended before their summary: an example stopped the build's process"
@@ -157,3 +143,19 @@ def test_a_cell_cannot_signal_the_sphinx_that_runs_it(build_fixture):
                      r"permitted; a page's kernel may write only in its working folder and its temporary files, "
                      r"and signal only the processes it started", build.output), build.output
     assert "Sphinx ended while" not in build.output
+
+
+def good_book_built(tmp_path):
+    """A copy of the good fixture book, its English pages built: (docs, cache, the build)."""
+    docs, cache = tmp_path / "docs", tmp_path / "cache"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    first = build_book(docs, tmp_path, "html", "--language", "en", cache=cache)
+    assert first.returncode == 0, first.output
+    return docs, cache, first
+
+
+def append_to_second_page(docs, text: str) -> None:
+    """``text`` at the end of the second page, in both languages (parity wants both)."""
+    for code in ("en", "zh"):
+        with (docs / code / "second.md").open("a", encoding="utf8") as page:
+            page.write(text)

@@ -395,3 +395,17 @@ def test_raw_html_in_prose_runs_nothing_and_loads_nothing(tmp_path):
     assert any("en/second.md:" in line and "runs a script (<script>)" in line for line in found), found
     assert any("acts on the whole page (<meta http-equiv=refresh>)" in line for line in found), found
     assert not (build.site() / "en").exists()
+
+
+def test_a_cell_printing_a_lone_surrogate_is_named_for_what_it_did(tmp_path):
+    # Attack 6, case 18a: the kernel could not send the text and sent its own traceback, and
+    # the build said only that an output showed a toolchain path.
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    for code in ("en", "zh"):
+        with (docs / code / "second.md").open("a", encoding="utf8") as page:
+            page.write('\n```{code-cell} ipython3\nprint("a\\ud800b")\n```\n')
+    build = build_book(docs, tmp_path / "work", "html", "--language", "en")
+    assert build.returncode == 1, build.output
+    assert re.search(r"en/second\.md:\d+: WARNING: code cell \d+ printed a character that cannot be encoded as "
+                     r"UTF-8 \(a lone surrogate\), so the kernel sent its own error instead", build.output), build.output

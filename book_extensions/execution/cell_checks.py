@@ -35,6 +35,9 @@ logger = logging.getLogger(__name__)
 
 # "<SigmoidBackward0 object at 0x7f...>": the address changes on every run. Only an
 # address where a repr puts one ("at 0x…"): a printed hex(3735928559) stays as it is.
+# What jupyter_client writes on the kernel's stderr when a cell printed a lone surrogate.
+UNENCODABLE = "codec can't encode character '\\ud"
+
 # myst-nb reads any of its settings from a cell's metadata (under "mystnb", or the older
 # "render"): a cell may set only those that draw an output another way, never ones that hide it.
 CELL_SETTINGS_KEYS = ("mystnb", "render")
@@ -108,6 +111,12 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
         size, limit = output_size(cell), app.config.book_output_limit
         if size > limit:
             warn(too_much_output(where, size, limit), location, "output_size")
+        if any(UNENCODABLE in text for text in output_texts(cell)):
+            # The kernel could not send what the cell printed; its own traceback came instead,
+            # and with it the toolchain's paths (attack 6, case 18a).
+            warn(f"{where} printed a character that cannot be encoded as UTF-8 (a lone surrogate), so the "
+                 "kernel sent its own error instead: print the text's repr(), or encode it with "
+                 "errors='replace'", location, "unencodable_output")
         tags = cell.metadata.get("tags", [])
         hidden = [tag for tag in ("remove-output", "remove-stdout", "remove-stderr") if tag in tags]
         if "remove-cell" in tags and shown_outputs(cell):

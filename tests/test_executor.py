@@ -60,11 +60,14 @@ def test_the_kernel_start_checked_client_overrides_takes_what_it_was_written_aga
     assert list(inspect.signature(NotebookClient.async_start_new_kernel).parameters) == ["self", "kwargs"]
 
 
-def test_ctrl_c_stops_a_page_as_an_interrupt_not_as_a_failure():
+def test_ctrl_c_stops_a_page_as_an_interrupt_not_as_a_failure(monkeypatch):
     # The cell sends SIGINT to this process, as Ctrl-C would: the kernel is killed at once and
     # the page ends in KeyboardInterrupt, not in an error reported as the page's; the
-    # handlers are gone once the page is.
+    # handlers are gone once the page is. Unsandboxed: the sandbox lets a kernel signal only
+    # its own processes (tests/test_kernel_sandbox.py), and a real Ctrl-C comes from the terminal.
     import signal
+
+    monkeypatch.setenv("BOOK_KERNEL_SANDBOX", "off")
 
     nb = notebook("import os, signal, time\nos.kill(os.getppid(), signal.SIGINT)\ntime.sleep(60)", "print('never')")
     started = time.monotonic()

@@ -124,10 +124,10 @@ def check_cells(app: Sphinx, docname: str, notebook) -> int:
         if hidden:
             warn(f"{where}: the '{hidden[0]}' tag hides what the cell printed, which the book's record keeps; "
                  "show the output, or print less", location, "hidden_output")
-        for key in CELL_SETTINGS_KEYS:
-            settings = cell.metadata.get(key)
+        for key in (key for key in CELL_SETTINGS_KEYS if key in cell.metadata):
+            settings = cell.metadata[key]
             other = sorted(set(settings) - set(DRAWING_SETTINGS)) if isinstance(settings, dict) else [repr(settings)]
-            if key in cell.metadata and other:
+            if other:
                 warn(f"{where}: its {key} metadata sets {other[0]}, which could hide what the cell printed, which "
                      f"the book's record keeps; a cell may set only {', '.join(DRAWING_SETTINGS)}",
                      location, "hidden_output")

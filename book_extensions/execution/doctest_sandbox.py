@@ -33,7 +33,7 @@ TEMPORARY_FOLDER = "book-doctest-tmp"
 
 def confine(app: Sphinx, env) -> None:
     """``env-updated``, last: the doctest builder's process writes only its own folders from now on."""
-    if app.builder.name != "doctest" or os.environ.get("BOOK_KERNEL_SANDBOX") == "off":
+    if app.builder.name != "doctest" or sandbox.turned_off():
         return
     temporary = Path(app.doctreedir, TEMPORARY_FOLDER)
     shutil.rmtree(temporary, ignore_errors=True)

@@ -121,14 +121,9 @@ def remove_folder_of(folder: Path, owner: int) -> None:
 KERNEL_TEMPORARY_FOLDER = "book-kernel-tmp"
 
 
-# Set to "off" in the build's environment: kernels may write anywhere the build can, as where
-# Linux has no Landlock; the tests of the executor's comparisons, the guard that remains then, use it.
-SANDBOX_VARIABLE = "BOOK_KERNEL_SANDBOX"
-
-
 def kernels_confined() -> bool:
     """Whether kernels run in the sandbox (kernel/sandbox.py): Linux has Landlock, and it is not turned off."""
-    return os.environ.get(SANDBOX_VARIABLE) != "off" and sandbox_abi() > 0
+    return not sandbox.turned_off() and sandbox_abi() > 0
 
 
 @functools.cache
@@ -563,7 +558,7 @@ class PageRunner:
             if log is not None:  # made here: the sandbox lets the kernel write it, not make it
                 log.touch()
             manager = IpcKernelManager(kernel_name=kernel_inputs.KERNEL_NAME, ip=str(sockets / "kernel"))
-            if os.environ.get(SANDBOX_VARIABLE) != "off":
+            if not sandbox.turned_off():
                 # Its own folders, the terminal devices and shared memory, and the log of writes.
                 manager.writable = [scratch, parent, str(self.temporary_folder()), "/dev",
                                     *([str(log)] if log is not None else [])]

@@ -175,23 +175,25 @@ def test_each_build_has_a_page_executor_of_its_own(tmp_path, monkeypatch):
     build.executed_notebooks["page.md"] = object()
     bare = PageRunner()  # a tool's, outside a build: nothing watched, no limit, nothing shared
     assert (bare.watched_sources, bare.writes_logs, bare.output_limit, bare.executed_notebooks) == ([], None, None, {})
-    (logs / "book-page-a.log").write_text(f"{ROOT}/README.md\n{ROOT}/docs/x\n")
-    (logs / "book-page-b.log").write_text(f"{ROOT}/docs/x\n")
+    for name, page, noted in [("a", "a.md", f"{ROOT}/README.md\n{ROOT}/docs/x\n"), ("b", "b.md", f"{ROOT}/docs/x\n")]:
+        (logs / f"book-page-{name}.log").write_text(noted)
+        (logs / f"book-page-{name}.page").write_text(page)
     # Each page's kernel writes its own log alone (the sandbox), whatever a line of it says.
     monkeypatch.setattr(runner, "kernels_confined", lambda: True)
-    assert build.written_by_other_pages("/tmp/book-page-b") == {f"{ROOT}/README.md"}
-    # Only what was noted while the page ran: a claim made before cannot excuse a change made
-    # since (attack 6, case 6).
+    assert build.writers("/tmp/book-page-b") == {"README.md": ["a.md"], "docs/x": ["a.md", "b.md"]}
+    # Only what was noted while the page ran: a note made before it started names nobody.
     started = build.log_sizes()
-    assert build.written_by_other_pages("/tmp/book-page-b", started) == set()
+    assert build.writers("/tmp/book-page-b", started) == {}
     with (logs / "book-page-a.log").open("a") as log:
         log.write(f"{ROOT}/LICENSE\n")
-    assert build.written_by_other_pages("/tmp/book-page-b", started) == {f"{ROOT}/LICENSE"}
-    # Without the sandbox, a cell could write its changes into another page's log (attack 5, case 3).
+    assert build.writers("/tmp/book-page-b", started) == {"LICENSE": ["a.md"]}
+    assert build.changed_detail(["LICENSE", "docs/x", "z"], build.writers("/tmp/book-page-b"), "b.md") == (
+        "LICENSE (noted written by the kernel of a.md), docs/x (noted written by the kernel of a.md, this page), z")
+    # Without the sandbox, a cell could write notes into another page's log (attack 5, case 3).
     monkeypatch.setattr(runner, "kernels_confined", lambda: False)
-    assert build.written_by_other_pages("/tmp/book-page-b") == set()
-    before, after = {f"{ROOT}/a": (1, 1)}, {f"{ROOT}/a": (2, 1), f"{ROOT}/b": (1, 1)}
-    assert build.changed_sources(before, after, {f"{ROOT}/b"}) == ["a"]
+    assert build.writers("/tmp/book-page-b") == {}
+    before, after = {f"{ROOT}/a": (1, 1), f"{ROOT}/c": (1, 1)}, {f"{ROOT}/a": (2, 1), f"{ROOT}/b": (1, 1)}
+    assert build.changed_sources(before, after) == ["a", "b", "c"]
 
 
 @pytest.mark.unit

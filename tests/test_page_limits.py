@@ -189,24 +189,23 @@ def test_what_myst_nb_writes_beside_the_site_is_not_blamed_on_pages_running_mean
     assert (repository / "work" / "_build" / "cpu" / "html-work" / "jupyter_execute" / "page1.ipynb").is_file()
 
 
-def run_page(page_runner: runner.PageRunner, source: str) -> tuple[str | None, str]:
+def run_page(page_runner: runner.PageRunner, source: str, page: str = "") -> tuple[str | None, str]:
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    result = page_runner.execute(notebook, timeout=60)
+    result = page_runner.execute(notebook, timeout=60, page=page)
     raised = [output for output in notebook.cells[0].outputs if output.output_type == "error"]
     assert not raised, raised  # the cell did what it was written to
     return result.error, result.detail
 
 
-@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandboxed", "unsandboxed"])
-def test_of_two_pages_running_at_once_only_the_one_that_wrote_is_blamed(tmp_path, monkeypatch, sandboxed):
-    # Parallel readers: page B's comparison sees what page A changed while B ran. A change of
-    # mode is one the sandbox (kernel/sandbox.py) lets through: Landlock leaves it alone.
+def two_page_book(tmp_path, monkeypatch, sandboxed: bool) -> tuple[runner.PageRunner, Path, Path]:
+    """A repository watched as a build watches it, with its README, and the kernels' shared
+    TMPDIR, for two pages run at once (parallel readers)."""
     if sandboxed and not runner.kernels_confined():
         pytest.skip("this Linux kernel has no Landlock")
     if not sandboxed:
         # Where Linux has no Landlock, any kernel could write into another page's log (attack 5,
-        # case 3): no log is believed, and every page that saw the change fails with it.
+        # case 3): no log is believed, and nobody is named.
         monkeypatch.setenv("BOOK_KERNEL_SANDBOX", "off")
     repository = tmp_path / "book"
     repository.mkdir()
@@ -222,17 +221,46 @@ def test_of_two_pages_running_at_once_only_the_one_that_wrote_is_blamed(tmp_path
     shared.mkdir()
     page_runner = runner.PageRunner(watched_sources=[repository], sources_root=repository, writes_logs=logs,
                                     temporary=shared)
+    return page_runner, readme, shared
+
+
+# A cell that waits (50 s at most) until a condition holds.
+WAIT = "import time, pathlib\ndeadline = time.monotonic() + 50\nwhile not ({}) and time.monotonic() < deadline:\n" \
+       "    time.sleep(0.05)\nassert {}, 'the other page never came'\n"
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandboxed", "unsandboxed"])
+def test_of_two_pages_running_at_once_both_fail_and_the_writer_is_named(tmp_path, monkeypatch, sandboxed):
+    # Parallel readers: page B's comparison sees what page A changed while B ran. A change of
+    # mode is one the sandbox (kernel/sandbox.py) lets through: Landlock leaves it alone.
+    page_runner, readme, shared = two_page_book(tmp_path, monkeypatch, sandboxed)
     # The overlap is made certain, not left to timing: A writes only once B runs (B's marker, in
     # the folder both may write), and B ends only once A's change is in A's log.
     running = shared / "b-running"
-    wait = "import time, pathlib\ndeadline = time.monotonic() + 50\nwhile not ({}) and time.monotonic() < deadline:\n" \
-           "    time.sleep(0.05)\nassert {}, 'the other page never came'\n"
     seen = f"pathlib.Path({str(running)!r}).exists()"
-    writer = wait.format(seen, seen) + f"import os\nos.chmod({str(readme)!r}, 0o600)"
-    logged = f"any('README.md' in log.read_text() for log in pathlib.Path({str(logs)!r}).glob('*.log'))"
-    waiter = f"open({str(running)!r}, 'w').close()\n" + wait.format(logged, logged)
+    writer = WAIT.format(seen, seen) + f"import os\nos.chmod({str(readme)!r}, 0o600)"
+    logged = f"any('README.md' in log.read_text() for log in pathlib.Path({str(page_runner.writes_logs)!r}).glob('*.log'))"
+    waiter = f"open({str(running)!r}, 'w').close()\n" + WAIT.format(logged, logged)
     with ProcessPoolExecutor(2) as pool:
-        wrote, waited = pool.map(run_page, [page_runner] * 2, [writer, waiter])
+        wrote, waited = pool.map(run_page, [page_runner] * 2, [writer, waiter], ["a.md", "b.md"])
     assert running.exists() and oct(readme.stat().st_mode) == "0o100600"  # the pages ran as planned
-    assert wrote == ("SourcesChanged", "README.md")
-    assert waited == ((None, "") if sandboxed else ("SourcesChanged", "README.md"))
+    if sandboxed:
+        assert wrote == ("SourcesChanged", "README.md (noted written by the kernel of this page)")
+        assert waited == ("SourcesChanged", "README.md (noted written by the kernel of a.md)")
+    else:
+        assert wrote == waited == ("SourcesChanged", "README.md")
+
+
+def test_another_pages_note_does_not_excuse_a_change_it_did_not_make(tmp_path, monkeypatch):
+    """Attack 6, case 6: page A notes a write the sandbox refuses, and ends; then the README is
+    edited while page B runs. A note is no proof of a change: B fails."""
+    page_runner, readme, shared = two_page_book(tmp_path, monkeypatch, sandboxed=True)
+    edited = shared / "edited"
+    claimer = f"try:\n    open({str(readme)!r}, 'a')\nexcept PermissionError:\n    pass"
+    waiter = WAIT.format(f"pathlib.Path({str(edited)!r}).exists()", f"pathlib.Path({str(edited)!r}).exists()")
+    with ProcessPoolExecutor(2) as pool:
+        waited = pool.submit(run_page, page_runner, waiter, "b.md")
+        assert pool.submit(run_page, page_runner, claimer, "a.md").result() == (None, "")
+        readme.write_text("# A book, edited while B ran\n")
+        edited.touch()
+        assert waited.result() == ("SourcesChanged", "README.md (noted written by the kernel of a.md)")

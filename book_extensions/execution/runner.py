@@ -24,9 +24,10 @@ build's environment turns it off, as the tests of the comparisons below do), fai
 reported with the page and cell, and every cache access holds one
 lock per cache. Each output is judged as it arrives (:class:`CheckedClient`: a cell
 over the output limit stops its page at once). The book's repository (every file git
-does not ignore, and the docs) is compared before and after each page, and the kernel
-notes what it writes (:mod:`..kernel.writes`), so that of pages running at once the one
-that wrote is blamed. The processes a page leaves running are stopped and reported.
+does not ignore, and the docs) is compared before and after each page: every page that saw
+a change fails with it, and the kernel notes what it writes (:mod:`..kernel.writes`), so that
+of pages running at once the message names the one that wrote. The processes a page leaves
+running are stopped and reported.
 
 jupyter-cache also commits a record before it writes the record's notebook, and crashes
 on a record whose notebook is missing (``KeyError``) or truncated (``NotJSONError``).
@@ -116,6 +117,9 @@ def remove_folder_of(folder: Path, owner: int) -> None:
     if os.getpid() == owner:
         shutil.rmtree(folder, ignore_errors=True)
 
+
+# Beside each page's log of writes: the page's name, for messages (written by the runner, not the kernel).
+PAGE_NAME_SUFFIX = ".page"
 
 # In a build's doctrees: its kernels' TMPDIR.
 KERNEL_TEMPORARY_FOLDER = "book-kernel-tmp"
@@ -469,15 +473,15 @@ class PageRunner:
                     state[path] = (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns, stat.st_ino)
         return state
 
-    def changed_sources(self, before: dict, after: dict, written_elsewhere: set[str] = frozenset()) -> list[str]:
-        """What changed, named from ``sources_root``; a file only other pages noted writing is theirs."""
-        def relative(path: str) -> str:
-            with suppress(ValueError):
-                return Path(path).relative_to(self.sources_root).as_posix()
-            return path
-
+    def changed_sources(self, before: dict, after: dict) -> list[str]:
+        """What changed, named from ``sources_root``."""
         changed = [p for p in after if before.get(p) != after[p]] + [p for p in before if p not in after]
-        return sorted(relative(p) for p in changed if p not in written_elsewhere)
+        return sorted(self.relative(p) for p in changed)
+
+    def relative(self, path: str) -> str:
+        with suppress(ValueError):
+            return Path(path).relative_to(self.sources_root).as_posix()
+        return path
 
     def page_log(self, scratch: str) -> Path | None:
         """Where the kernel of the page run in ``scratch`` notes what it writes."""
@@ -491,26 +495,35 @@ class PageRunner:
                 sizes[log] = log.stat().st_size
         return sizes
 
-    def written_by_other_pages(self, scratch: str, since: dict[Path, int] | None = None) -> set[str]:
-        """Paths the kernels of other pages noted writing (kernel/writes.py) while this page ran
-        (their logs past ``since``, their sizes as it started), and not this one's. A claim made
-        before a page started cannot excuse a change made while it ran (attack 6, case 6). Only
-        where each kernel can write its own log alone (the sandbox): elsewhere a cell could put
-        a change of its own in another page's log (attack 5, case 3), so every page that sees a
-        change fails with it."""
+    def writers(self, scratch: str, since: dict[Path, int] | None = None) -> dict[str, list[str]]:
+        """Each path the kernels noted writing (kernel/writes.py) while the page of ``scratch``
+        ran (their logs past ``since``, their sizes as it started): the pages that noted it,
+        this one included. Only to name them: a change is never excused by another page's note,
+        since a note is no proof of a change (a write the sandbox refused is noted too), and a
+        change an editor made while another page noted the same file would pass (attack 6,
+        case 6). Believed only where each kernel can write its own log alone (the sandbox):
+        elsewhere a cell could write a note into another page's log (attack 5, case 3)."""
         if self.writes_logs is None or not kernels_confined():
-            return set()
+            return {}
         since = since or {}
-
-        def noted(log: Path, start: int = 0) -> set[str]:
+        found: dict[str, list[str]] = {}
+        for log in sorted(self.writes_logs.glob("*.log")):
             with suppress(OSError), log.open("rb") as file:
-                file.seek(start)
-                return set(file.read().decode("utf8", errors="surrogateescape").splitlines())
-            return set()
+                file.seek(since.get(log, 0))
+                lines = file.read().decode("utf8", errors="surrogateescape").splitlines()
+                page = log.with_suffix(PAGE_NAME_SUFFIX).read_text(encoding="utf8")
+                for path in dict.fromkeys(lines):
+                    found.setdefault(self.relative(path), []).append(page)
+        return found
 
-        mine = self.page_log(scratch)
-        others = set().union(*(noted(log, since.get(log, 0)) for log in self.writes_logs.glob("*.log") if log != mine))
-        return others - noted(mine)
+    def changed_detail(self, changed: list[str], writers: dict[str, list[str]], page: str) -> str:
+        """The changed files (five at most), each with the pages whose kernels noted writing it."""
+        def named(path: str) -> str:
+            pages = writers.get(path)
+            if not pages:
+                return path
+            return f"{path} (noted written by the kernel of {', '.join('this page' if p == page else p for p in pages)})"
+        return ", ".join(map(named, changed[:5])) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
 
     def execute(self, notebook, timeout: int | None, page: str = "") -> Execution:
         """Run every cell, errors included, in an empty scratch folder; the notebook gets the outputs.
@@ -555,7 +568,8 @@ class PageRunner:
             sockets.mkdir()
             work.mkdir()
             log = self.page_log(scratch)
-            if log is not None:  # made here: the sandbox lets the kernel write it, not make it
+            if log is not None:  # made here: the sandbox lets the kernel write it, not make it or its page's name
+                log.with_suffix(PAGE_NAME_SUFFIX).write_text(page or "?", encoding="utf8")
                 log.touch()
             manager = IpcKernelManager(kernel_name=kernel_inputs.KERNEL_NAME, ip=str(sockets / "kernel"))
             if not sandbox.turned_off():
@@ -596,10 +610,13 @@ class PageRunner:
         result.seconds = time.perf_counter() - started
         result.cell = running.get("cell") if result.error else None
         self.judge(result, notebook, client.refusal(), left)
-        changed = self.changed_sources(before, self.source_state(), self.written_by_other_pages(scratch, noted))
+        # Every page that saw a change fails with it, whichever page made it: a kernel in the
+        # sandbox can change a watched file's mode or times (Landlock leaves those alone), and
+        # parallel readers see each other's changes; the notes name who wrote.
+        changed = self.changed_sources(before, self.source_state())
         if changed and not result.error:
             result.error = "SourcesChanged"
-            result.detail = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+            result.detail = self.changed_detail(changed, self.writers(scratch, noted), page)
         return result
 
     def page_environment(self, scratch: str) -> dict[str, str]:

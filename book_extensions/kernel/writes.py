@@ -6,10 +6,11 @@ run at the same time (parallel readers), which of them made it. This audit hook
 (:func:`sys.addaudithook`) notes every file under the watched folders that the kernel opens
 for writing, renames, removes or creates, or whose mode, owner or times it changes, one line
 per path, in the page's own log (which, in the sandbox, no other page's kernel can write):
-a change is then blamed on the page that made it.
+the message of every page that saw the change then names the page that made it. A note
+excuses nothing (a write the sandbox refused is noted too): each page that saw a change fails.
 
 Writes by other programs a cell runs (a shell command) pass no audit hook: for those the
-comparison alone decides, and the page that saw the change is blamed.
+comparison alone tells, and names nobody.
 
 Set by the executor: ``BOOK_WRITES_LOG`` (the page's log) and ``BOOK_WATCHED_ROOTS`` (the
 folders, ``os.pathsep``-separated).

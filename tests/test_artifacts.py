@@ -101,6 +101,17 @@ def test_every_written_form_of_a_path_is_found_and_only_a_path(tmp_path):
         "animation.gif": "the temp folder",
         "book.epub:EPUB/index.xhtml": "the repository root",
     }
+    # A rebuild scans only what changed: files found clean are noted by their digest, and a
+    # file that holds a path is found again by every build until it is mended.
+    known_clean: dict[str, str] = {}
+    assert {rel for rel, _, _ in leaks(site, paths, known_clean)} == set(found)
+    assert "clean.gif" in known_clean and "plain.txt" not in known_clean
+    (site / "clean.gif").write_bytes(gif)
+    assert {rel for rel, _, _ in leaks(site, paths, known_clean)} == {*found, "clean.gif"}
+    (site / "clean.gif").write_bytes(b"GIF89a")
+    skipped = dict(known_clean)
+    assert {rel for rel, _, _ in leaks(site, paths, known_clean)} == set(found)
+    assert known_clean.keys() == skipped.keys() | {"clean.gif"}
 
 
 def png(kind: bytes, body: bytes) -> bytes:

@@ -145,10 +145,10 @@ def test_the_glossary_shows_the_term_list_in_both_languages(book):
 def test_the_provenance_page_names_the_toolchain_and_every_page(book):
     from book_extensions.execution.cache_key import torch_version
 
-    for language, executed_word in (("en", "in this build"), ("zh", "本次构建")):
+    for language, build_word in (("en", "This build ran on CPU"), ("zh", "本次构建运行在 CPU 上")):
         page = (book.site() / language / "provenance.html").read_text(encoding="utf8")
         assert "<code class=\"docutils literal notranslate\"><span class=\"pre\">torch</span></code>" in page
-        assert torch_version() in page and executed_word in page
+        assert torch_version() in page and build_word in page
         # Pages by their titles in the reader's language, linked, in the order of the contents.
         table = BeautifulSoup(page, "html.parser").select("article table")[-1]
         listed = [(link["href"].removesuffix(".html"), link.get_text()) for link in table.select("a.reference.internal")]

@@ -372,8 +372,9 @@ def test_what_every_page_reads_besides_its_source_is_in_the_code_digest(tmp_path
 
 
 def test_pages_computed_from_every_page_are_read_again_only_when_code_changed(tmp_path, fixture_cache):
-    """The provenance and the device comparison show every page: a prose or title edit reads
-    one page and writes them again (the new title shown); a code edit reads them again."""
+    """The provenance and the device comparison show every page: a prose edit reads and writes
+    one page; a title edit reads one and writes them all (the new title shown); a code edit
+    reads them again."""
     docs = tmp_path / "docs"
     shutil.copytree(FIXTURES / "computed_pages" / "docs", docs)
     chapter = docs / "en" / "chapter.md"
@@ -383,9 +384,16 @@ def test_pages_computed_from_every_page_are_read_again_only_when_code_changed(tm
         assert done.returncode == 0, done.output
         return done
 
-    assert read_pages(build()) == ["chapter", "devices", "index", "provenance"]
+    first = build()
+    assert read_pages(first) == ["chapter", "devices", "index", "provenance"]
+    work = first.out / "cpu" / "html-work" / "en"
+    written = lambda: {name: (work / f"{name}.html").stat().st_mtime_ns for name in ("chapter", "devices", "provenance")}  # noqa: E731
+    before = written()
     chapter.write_text(chapter.read_text(encoding="utf8").replace("Some prose.", "Other prose."), encoding="utf8")
     assert read_pages(build()) == ["chapter"]
+    # Nothing the computed pages show changed: the edited page alone is written (issue 30).
+    after = written()
+    assert [name for name in before if before[name] != after[name]] == ["chapter"]
     chapter.write_text(chapter.read_text(encoding="utf8").replace("# A chapter", "# A renamed chapter"),
                        encoding="utf8")
     renamed = build()

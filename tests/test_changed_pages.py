@@ -62,3 +62,21 @@ def test_a_page_read_before_the_digests_were_noted_is_read_again(tmp_path):
     env = environment(tmp_path)
     page_state.of(env, "page")  # a state without a digest (an older environment)
     assert changed_pages.changed(env, "page")
+
+
+@pytest.mark.unit
+def test_a_computed_page_is_written_again_only_when_what_it_fills_in_changed(monkeypatch):
+    env = SimpleNamespace()
+    shown = {"rows": [1]}
+    monkeypatch.setitem(page_state.SHOWN, "a-directive", lambda app, env: shown["rows"])
+    page_state.of(env, "computed").computed.add("a-directive")
+    page_state.of(env, "other").computed.add("a-directive-without-inputs")
+    page_state.of(env, "plain")
+    assert page_state.rewrite_computed_pages(None, env) == ["computed", "other"]  # never written with these
+    assert page_state.rewrite_computed_pages(None, env) == []
+    shown["rows"] = [1, 2]
+    assert page_state.rewrite_computed_pages(None, env) == ["computed"]
+    assert page_state.rewrite_computed_pages(None, env) == []
+    page_state.every(env).pop("computed")  # read again: its state is new, and it is written anyway
+    page_state.of(env, "computed").computed.add("a-directive")
+    assert page_state.rewrite_computed_pages(None, env) == ["computed"]

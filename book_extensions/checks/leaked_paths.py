@@ -21,7 +21,9 @@ printed from the singlehtml build checked here.
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
+import io
 import json
 import os
 import re
@@ -38,7 +40,7 @@ from urllib.parse import quote
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from ..paths import ROOT
+from ..paths import ROOT, write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -96,30 +98,33 @@ GIF_SIGNATURE = b"GIF8"
 TEXT_MIME_TYPES = ("image/svg+xml", "application/json", "application/javascript")
 
 
-def published_text(outdir: Path) -> Iterator[tuple[str, bytes]]:
-    """(name relative to outdir, bytes) for every UTF-8 file and every one inside an EPUB,
+def published_text(outdir: Path) -> Iterator[tuple[str, Iterator[tuple[str, bytes]]]]:
+    """For every file (name relative to outdir, its bytes): the texts it holds (:func:`texts`)."""
+    for path in sorted(outdir.rglob("*")):
+        if path.is_file():
+            yield path.relative_to(outdir).as_posix(), path.read_bytes()
+
+
+def texts(rel: str, raw: bytes) -> Iterator[tuple[str, bytes]]:
+    """(name, bytes) for a UTF-8 file and every one inside an EPUB,
     the text of an (X)HTML file as a reader sees it, without its line-break chances; and
     the text a binary file holds: a PNG's text chunks (compressed ones inflated), also those
     of a notebook's images (base64). An image's pixels are not read: compressed, they hold
     any short run of bytes by chance."""
-    for path in sorted(outdir.rglob("*")):
-        if not path.is_file():
-            continue
-        rel = path.relative_to(outdir).as_posix()
-        if path.suffix == ".epub":
-            with zipfile.ZipFile(path) as epub:
-                members = [(f"{rel}:{member}", epub.read(member)) for member in epub.namelist()]
-        else:
-            members = [(rel, path.read_bytes())]
-        for name, data in members:
-            if is_text(data):
-                for chance in LINE_BREAK_CHANCES:
-                    data = data.replace(chance, b"")
-                yield name, data
-                if b"&" in data:  # character references: &#47;tmp&#47; is /tmp/ to a reader
-                    yield name, html.unescape(data.decode("utf8")).encode()
-            for inner in held(name, data):
-                yield name, inner
+    if rel.endswith(".epub"):
+        with zipfile.ZipFile(io.BytesIO(raw)) as epub:
+            members = [(f"{rel}:{member}", epub.read(member)) for member in epub.namelist()]
+    else:
+        members = [(rel, raw)]
+    for name, data in members:
+        if is_text(data):
+            for chance in LINE_BREAK_CHANCES:
+                data = data.replace(chance, b"")
+            yield name, data
+            if b"&" in data:  # character references: &#47;tmp&#47; is /tmp/ to a reader
+                yield name, html.unescape(data.decode("utf8")).encode()
+        for inner in held(name, data):
+            yield name, inner
 
 
 def is_text(data: bytes) -> bool:
@@ -248,17 +253,30 @@ def excerpt(data: bytes, start: int, end: int, around: int = 40) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def leaks(outdir: Path, paths: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
-    """(file relative to outdir, what the path is, the text around it): the first in each file."""
+def leaks(outdir: Path, paths: list[tuple[str, str]], known_clean: dict[str, str] | None = None,
+          ) -> list[tuple[str, str, str]]:
+    """(file relative to outdir, what the path is, the text around it): the first in each text.
+
+    ``known_clean`` maps files found clean before to the digest of their bytes; those are
+    skipped while unchanged, and the map is updated in place (a rebuild writes a few pages)."""
     pattern, forms = leak_pattern(paths)
+    known_clean = {} if known_clean is None else known_clean
     found = []
-    for rel, data in published_text(outdir):
-        # bytes.find is much faster than the pattern: most files hold no path at all.
-        if not any(form in data for form in forms):
+    for rel, raw in published_text(outdir):
+        stamp = hashlib.sha256(raw).hexdigest()
+        if known_clean.get(rel) == stamp:
             continue
-        match = pattern.search(data)
-        if match:
-            found.append((rel, forms[match.group()], excerpt(data, match.start(), match.end())))
+        known_clean.pop(rel, None)
+        before = len(found)
+        for name, data in texts(rel, raw):
+            # bytes.find is much faster than the pattern: most files hold no path at all.
+            if not any(form in data for form in forms):
+                continue
+            match = pattern.search(data)
+            if match:
+                found.append((name, forms[match.group()], excerpt(data, match.start(), match.end())))
+        if len(found) == before:
+            known_clean[rel] = stamp
     return found
 
 
@@ -277,7 +295,19 @@ def pages_showing(app: Sphinx, outdir: Path, rel: str) -> str:
 def check_build(app: Sphinx) -> None:
     # html, singlehtml and epub publish (post_build runs it after every HTML builder)
     outdir = Path(app.outdir)
-    for rel, kind, around in leaks(outdir, machine_paths(app)):
+    paths = machine_paths(app)
+    # Files found clean by an earlier build are skipped while their bytes are the same, for
+    # the same paths and rules (this module's digest): scanning every file took half a second.
+    record = Path(app.doctreedir) / "book-leaks-clean.json"
+    rules = hashlib.sha256(Path(__file__).read_bytes() + json.dumps(paths).encode()).hexdigest()
+    try:
+        saved = json.loads(record.read_text(encoding="utf8"))
+        known_clean = saved["files"] if saved.get("rules") == rules and isinstance(saved["files"], dict) else {}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        known_clean = {}
+    found = leaks(outdir, paths, known_clean)
+    write_atomically(record, json.dumps({"rules": rules, "files": known_clean}))
+    for rel, kind, around in found:
         # A figure's file (_images/, where every html builder copies images) is named by a
         # digest: the pages that show it say which it is.
         shown_on = pages_showing(app, outdir, rel) if rel.startswith("_images/") else ""

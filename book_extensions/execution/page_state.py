@@ -5,15 +5,20 @@ per page, dropped when the page is read again or removed, and merged back from
 parallel readers, so no extension keeps loose sets on the environment.
 
 Pages computed from every page (the provenance, the device comparison, the releases'
-changes: their ``computed`` directives) are written again by every build that reads a page,
-for the titles and this build's record they show; they are read again only when what they
+changes, the exercise index: their ``computed`` directives) are read again only when what they
 compute from changed: a record, or the code of some page, which they follow through
 :data:`PAGES_CODE` rather than the pages themselves, so a prose edit does not read them again.
+They are written again when what they fill in as they are written, from the other pages'
+states (:func:`shows`), changed since they were last written: a prose edit of one page writes
+that page alone. Titles they show are followed by ``changed_pages``, which writes every page
+when a title changes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +46,7 @@ class PageState:
     exercises: list[dict] = field(default_factory=list)  # its exercises, checked (site/exercises.py), in order
     names: set[tuple[str, str, str]] = field(default_factory=set)  # what it defines: (domain, type, name) (checks/unique_names)
     titles: str | None = None  # its title and its sections' titles, which other pages show (changed_pages)
+    shown: str | None = None  # computed pages: the digest of what they were last written with (shows)
     # What the page was read from (changed_pages): the digest of the text Sphinx parsed, and
     # of each file it depends on as it was before that build read it.
     source: str | None = None
@@ -90,8 +96,31 @@ def write_pages_code(app: Sphinx) -> None:
     write_atomically(target, text)
 
 
+# For each computed directive, what it fills in when its page is written (besides titles), as
+# plain data: its page is written again when that changed (rewrite_computed_pages).
+SHOWN: dict[str, Callable[[Sphinx, BuildEnvironment], object]] = {}
+
+
+def shows(directive: str, inputs: Callable[[Sphinx, BuildEnvironment], object]) -> None:
+    """Declare what the pages holding ``directive`` fill in as they are written."""
+    SHOWN[directive] = inputs
+
+
 def rewrite_computed_pages(app: Sphinx, env: BuildEnvironment) -> list[str]:
-    return sorted(d for d, state in every(env).items() if state.computed)
+    """The computed pages whose inputs changed since they were written (a page read again is
+    written anyway, and noted here too). After every page is read, before the environment is
+    saved: a build that fails after this starts afresh (commands/build.py forgets its note)."""
+    again = []
+    for docname, state in sorted(every(env).items()):
+        if not state.computed:
+            continue
+        inputs = [[directive, SHOWN[directive](app, env) if directive in SHOWN else None]
+                  for directive in sorted(state.computed)]
+        digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
+        if digest != state.shown:
+            state.shown = digest
+            again.append(docname)
+    return again
 
 
 class PageStateCollector(EnvironmentCollector):

@@ -408,6 +408,12 @@ def resolve_cell_references(app: Sphinx, doctree: nodes.document, docname: str) 
         node.replace_self(nodes.reference(text, text, refuri=uri, internal=True))
 
 
+def cell_sections(app: Sphinx, env) -> object:
+    """The sections of every page's cells, which the page names (page_state.shows)."""
+    return {page: {str(cell): title for cell, title in state.cell_sections.items()}
+            for page, state in page_state.every(env).items()}
+
+
 def records_changed(app: Sphinx, env, added, changed, removed) -> list[str]:
     """Every page, when a release record appeared or went since the last build."""
     results = Path(app.confdir, app.config.book_results_dir)
@@ -429,4 +435,5 @@ def setup(app: Sphinx) -> None:
     app.add_node(changed_words, html=(_html_changed, _end_changed),
                  **{builder: (_nothing, _nothing) for builder in others})
     app.connect("doctree-resolved", resolve_cell_references)
+    page_state.shows("torch-releases", cell_sections)
     app.connect("env-get-outdated", records_changed)

@@ -450,6 +450,16 @@ def misconception_section(app: Sphinx, docname: str, ident: str, belief: str, fo
     return part
 
 
+def index_inputs(app: Sphinx, env) -> object:
+    """What the index of exercises is filled with, beside titles (page_state.shows)."""
+    from .provenance_page import reading_order
+
+    found = [[page, [[entry["id"], entry["misconception"], entry["number"], [str(node) for node in entry["question"]]]
+                     for entry in getattr(page_state.every(env).get(page), "exercises", [])]]
+             for page in reading_order(env)]
+    return [found, misconceptions(app)]
+
+
 def fill_index(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     from .provenance_page import reading_order
 
@@ -502,3 +512,4 @@ def setup(app: Sphinx) -> None:
     app.connect("doctree-read", unattached, priority=600)  # after page_execution's handler
     app.connect("env-check-consistency", unique_ids)
     app.connect("doctree-resolved", fill_index)
+    page_state.shows("exercise-index", index_inputs)

@@ -3,11 +3,11 @@
 The ``{build-provenance}`` directive leaves a placeholder that is filled when the
 page is written, after every page has been read: the versions of torch and Python
 the pages' kernel ran (:func:`..execution.cache_key.check_kernel`), of the toolchain, the
-device, the build date, and per page when its outputs were produced, how long executing
-it took, and whether this build executed it or took it from the cache. The page is
-rewritten on every build that starts Sphinx; a rebuild with nothing changed starts none
-and publishes nothing (commands/build.py), so the page keeps describing the build that
-made the site.
+device, the build date, and per page when its outputs were produced and how long executing
+it took. It is written again when one of those changed (:func:`shown_inputs`): a page
+executed, a package upgraded, another day. Not whether the last build executed a page or
+took it from the cache: that changed with every build that read a page, so that a prose
+edit wrote this page too, and the outputs' date says it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from .. import build_state
 from ..configuration.messages import message
 from ..execution import page_state
 from ..execution.cache_key import toolchain, torch_version
@@ -66,38 +65,46 @@ def reading_order(env) -> list[str]:
     return order + sorted(set(env.found_docs) - set(order))
 
 
+def versions() -> list[list[str]]:
+    found = [[name, torch_version() if name == "torch" else importlib.metadata.version(name)] for name in PACKAGES]
+    found.insert(1, ["Python", toolchain().python])
+    return found
+
+
+def page_rows(env) -> list[tuple[str, str, str]]:
+    """(page, the day its outputs were produced, seconds its cells ran) for every page that
+    executes, in reading order."""
+    rows = []
+    provenance_pages = page_state.computing(env, "build-provenance")
+    for page in reading_order(env):
+        state = page_state.every(env).get(page)
+        if state is None or state.produced is None or page in provenance_pages:
+            continue
+        produced = datetime.fromtimestamp(state.produced, tz=UTC).strftime("%Y-%m-%d")
+        rows.append((page, produced, f"{state.seconds:.1f}" if state.seconds is not None else "–"))
+    return rows
+
+
+def today() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def shown_inputs(app: Sphinx, env) -> object:
+    return [versions(), device_name(app.config.book_device), today(), page_rows(env)]
+
+
 def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     say = lambda key, **values: message(app.config, key).format(**values)  # noqa: E731
     for placeholder in list(doctree.findall(provenance_placeholder)):
-        versions = [[name, torch_version() if name == "torch" else importlib.metadata.version(name)]
-                    for name in PACKAGES]
-        versions.insert(1, ["Python", toolchain().python])
         summary = nodes.paragraph("", say(
-            "provenance_build", device=device_name(app.config.book_device),
-            date=datetime.now(UTC).strftime("%Y-%m-%d")))
-        rows = []
-        this_build = set(build_state.site(app.env).read_now)
-        provenance_pages = page_state.computing(app.env, "build-provenance")
-        for page in reading_order(app.env):
-            state = page_state.every(app.env).get(page)
-            if state is None or state.produced is None or page in provenance_pages:
-                continue
-            produced = datetime.fromtimestamp(state.produced, tz=UTC).strftime("%Y-%m-%d")
-            if page not in this_build:
-                status = say("provenance_unchanged")
-            elif state.executed:
-                status = say("provenance_executed")
-            else:
-                status = say("provenance_cached")
-            seconds = f"{state.seconds:.1f}" if state.seconds is not None else "–"
-            rows.append([page_link(app, docname, page), produced, seconds, status])
+            "provenance_build", device=device_name(app.config.book_device), date=today()))
+        rows = [[page_link(app, docname, page), produced, seconds] for page, produced, seconds in page_rows(app.env)]
         placeholder.replace_self([
             summary,
-            table([say("provenance_col_package"), say("provenance_col_version")], literal_first(versions)),
+            table([say("provenance_col_package"), say("provenance_col_version")], literal_first(versions())),
             # Not searched: each page's title in it made the page a result of any query
             # that names a chapter, with "execution (s) 7.0 …" as its excerpt.
-            table([say("provenance_col_page"), say("provenance_col_date"),
-                   say("provenance_col_seconds"), say("provenance_col_status")], rows,
+            table([say("provenance_col_page"), say("provenance_col_date"), say("provenance_col_seconds")], rows,
                   classes=["no-search"]),
         ])
 
@@ -106,3 +113,4 @@ def setup(app: Sphinx) -> None:
     app.add_node(provenance_placeholder)
     app.add_directive("build-provenance", BuildProvenance)
     app.connect("doctree-resolved", fill)
+    page_state.shows("build-provenance", shown_inputs)

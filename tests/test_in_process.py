@@ -105,3 +105,30 @@ def test_the_pipeline_runs_after_a_builder_only_what_concerns_it(sphinx_book):
     # The record of what was read is written after any builder; the site's steps do not run.
     assert steps_that_ran(app) == ["page_execution.write_executions"]
     assert json.loads((app.doctreedir / "book-executions.json").read_text())["read"] == ["index"]
+
+
+def test_what_a_page_shows_of_another_is_written_again_on_every_page_that_shows_it(sphinx_book, tmp_path):
+    """Attack 7, cases 5, 6, 7, 11, 16: Sphinx writes the pages it read again and their toctree
+    parents; the other pages kept an old toctree caption, order or entry title in their
+    sidebars and previous/next links, and an old caption or section title as a reference's text."""
+    app = sphinx_book("shown_elsewhere", "en")
+    pages = app.srcdir
+
+    def edit(page: str, old: str, new: str) -> str:
+        path = pages / f"{page}.md"
+        text = path.read_text(encoding="utf8")
+        assert old in text, (page, old)
+        path.write_text(text.replace(old, new), encoding="utf8")
+        return page_text(sphinx_book("shown_elsewhere", "en"), "third")
+
+    first = page_text(app, "third")
+    assert all(shown in first for shown in ("Part one", ">Gradients<", "Leaf check", "Second section"))
+    assert "Part two" in edit("index", ":caption: Part one", ":caption: Part two")  # case 5
+    assert 'rel="next" title="Leaves" href="second.html"' in edit("index", "second\nthird", "third\nsecond")  # case 11
+    assert "Leafy things" in edit("index", "third\nsecond", "third\nLeafy things <second>")  # case 16
+    assert "Leaf test" in edit("second", "Leaf check", "Leaf test")  # case 6
+    moved = edit("second", "## First section\n\n(moving)=\n", "(moving)=\n## First section\n\n")  # case 7
+    assert '<span class="std std-ref">First section</span>' in moved
+    # Nothing else changed: the next build reads and writes nothing.
+    again = sphinx_book("shown_elsewhere", "en")
+    assert json.loads((again.doctreedir / EXECUTIONS_FILE).read_text())["read"] == []

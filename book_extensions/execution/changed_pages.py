@@ -32,6 +32,7 @@ import os
 from pathlib import Path
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 
@@ -79,9 +80,9 @@ def snapshot(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
     build_state.run(app).source_snapshot = {str(p): file_digest(p) for p in files}
 
 
-def note_titles(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
-    """``env-before-read-docs``: the titles of the pages this build reads again, as they were."""
-    build_state.run(app).titles_before = {d: titles(env, d) for d in docnames}
+def note_shown_before(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
+    """``env-before-read-docs``: what other pages show of the pages this build reads again, as it was."""
+    build_state.run(app).shown_before = {d: shown_elsewhere(env, d) for d in docnames}
 
 
 def note_pages_coming_or_going(app: Sphinx, env: BuildEnvironment, added, changed_now, removed) -> list[str]:
@@ -90,25 +91,38 @@ def note_pages_coming_or_going(app: Sphinx, env: BuildEnvironment, added, change
     return []
 
 
-def titles(env: BuildEnvironment, docname: str) -> str | None:
-    """A page's title and its sections' titles as last read (None: never read)."""
+def shown_elsewhere(env: BuildEnvironment, docname: str) -> str | None:
+    """What other pages show of a page, as last read (None: never read)."""
     state = page_state.every(env).get(docname)
-    return None if state is None else state.titles
+    return None if state is None else state.shown_elsewhere
 
 
-def note_titles_read(app: Sphinx, doctree: nodes.document) -> None:
-    """``doctree-read``: the page's title and its sections' titles."""
-    page_state.of(app.env).titles = "\n".join(title.astext() for title in doctree.findall(nodes.title))
+def note_shown_elsewhere(app: Sphinx, doctree: nodes.document) -> None:
+    """``doctree-read``: what other pages show of the page just read, as they show it: its title
+    and its sections' (links, the contents, previous and next), the captions of its figures,
+    tables and code blocks (a reference's text), its tables of contents (every page's sidebar:
+    their captions, entries, explicit titles and order), and every name it defines with the
+    title and anchor a reference to it shows (a label moved to another section)."""
+    env = app.env
+    shown: list = [["title", node.astext()] for node in doctree.findall(nodes.title)]
+    shown += [["caption", node.astext()] for node in doctree.findall(nodes.caption)]
+    shown += [["toctree", node.get("caption"), [list(entry) for entry in node["entries"]],
+               *(node.get(option) for option in ("maxdepth", "hidden", "numbered", "titlesonly", "glob"))]
+              for node in doctree.findall(addnodes.toctree)]
+    shown += sorted([domain.name, kind, name, str(title), anchor]
+                    for domain in env.domains.sorted()
+                    for name, title, kind, where, anchor, _ in domain.get_objects() if where == env.docname)
+    page_state.of(env).shown_elsewhere = json.dumps(shown, ensure_ascii=False)
 
 
-def pages_naming_changed_titles(app: Sphinx, env: BuildEnvironment) -> list[str]:
-    """``env-get-updated``: every page, when a page read again has another title or section
-    titles, or a page came or went. Other pages show them (a link's text, the previous and
-    next page, the contents), and Sphinx writes only the pages it read and their toctree
-    parents: the others kept the old title (attack 6, case 12b). Rare, and writing is cheap
+def pages_showing_what_changed(app: Sphinx, env: BuildEnvironment) -> list[str]:
+    """``env-get-updated``: every page, when a page read again shows other pages something else
+    (:func:`note_shown_elsewhere`), or a page came or went. Sphinx writes only the pages it read
+    and their toctree parents: the others kept the old title, caption, link text or previous and
+    next page (attack 6, case 12b; attack 7, cases 5, 6, 7, 11, 16). Rare, and writing is cheap
     next to executing."""
     state = build_state.run(app)
-    if state.pages_came_or_went or any(titles(env, d) != title for d, title in state.titles_before.items()):
+    if state.pages_came_or_went or any(shown_elsewhere(env, d) != shown for d, shown in state.shown_before.items()):
         return sorted(env.found_docs)
     return []
 
@@ -175,6 +189,6 @@ def setup(app: Sphinx) -> None:
     app.connect("doctree-read", note_dependencies)
     app.connect("env-get-outdated", pages_with_other_content)
     app.connect("env-get-outdated", note_pages_coming_or_going)
-    app.connect("env-before-read-docs", note_titles)
-    app.connect("doctree-read", note_titles_read)
-    app.connect("env-get-updated", pages_naming_changed_titles)
+    app.connect("env-before-read-docs", note_shown_before)
+    app.connect("doctree-read", note_shown_elsewhere)
+    app.connect("env-get-updated", pages_showing_what_changed)

@@ -11,7 +11,7 @@ compute from changed: a record, or the code of some page, which they follow thro
 They are written again when what they fill in as they are written, from the other pages'
 states (:func:`shows`), changed since they were last written: a prose edit of one page writes
 that page alone. Titles they show are followed by ``changed_pages``, which writes every page
-when a title changes.
+when what a page shows others changes.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class PageState:
     cell_sections: dict[int, str] = field(default_factory=dict)  # code cell number: its section's title
     exercises: list[dict] = field(default_factory=list)  # its exercises, checked (site/exercises.py), in order
     names: set[tuple[str, str, str]] = field(default_factory=set)  # what it defines: (domain, type, name) (checks/unique_names)
-    titles: str | None = None  # its title and its sections' titles, which other pages show (changed_pages)
+    shown_elsewhere: str | None = None  # what other pages show of it: titles, captions, contents, names (changed_pages)
     shown: str | None = None  # computed pages: the digest of what they were last written with (shows)
     # What the page was read from (changed_pages): the digest of the text Sphinx parsed, and
     # of each file it depends on as it was before that build read it.

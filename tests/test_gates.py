@@ -58,6 +58,10 @@ def test_expected_errors_are_checked_not_assumed(build_fixture):
     assert "code cell 11: its mystnb metadata sets remove_code_outputs" in found
     assert "code cell 12: its render metadata sets output_stderr" in found
     assert "code cell 13" not in found  # text_lexer only draws the output
+    # Attack 7, case 19: an image's classes or size hide a figure (d-none, 1 px).
+    assert "code cell 14: its mystnb metadata sets image" in found
+    # Attack 7, case 17: tags written as a string stopped Sphinx with nbformat's traceback.
+    assert "code cell 15: its option 'tags' is not what a notebook allows ('remove-output' is not of type 'array')" in found
 
 
 def test_faults_in_one_page_are_reported_with_the_rest(build_fixture):

@@ -80,9 +80,9 @@ def refuse_page_execution_settings(app: Sphinx, docname: str, source: list[str])
     line = next((n for n, text in enumerate(match.group(1).splitlines(), start=2)
                  if text.split(":")[0].strip() in refused), 1)
     logger.warning(
-        f"front matter sets {', '.join(refused)}: a page cannot change how it executes "
-        f"(the build's nb_execution_timeout is {app.config.nb_execution_timeout} s for every page); "
-        "remove it", location=(docname, line), type="book", subtype="page_execution",
+        f"front matter sets {', '.join(refused)}: a page cannot change how it executes or which outputs "
+        "it shows (the build's settings hold for every page: its timeout, its error policy, every output "
+        "shown); remove it", location=(docname, line), type="book", subtype="page_execution",
     )
     for key in refused:
         del front[key]
@@ -97,6 +97,11 @@ LITERALINCLUDE = re.compile(r"^[`~:]{3,}\{literalinclude\}[ \t]+(\S+)", re.M)
 
 def cell_options(body: str) -> dict:
     """A code cell's options: its ``---`` YAML block, or its leading ``:name: value`` lines."""
+    return cell_options_and_end(body)[0]
+
+
+def cell_options_and_end(body: str) -> tuple[dict, int]:
+    """A code cell's options, and where they end in ``body`` (0: it has none, or unreadable ones)."""
     import yaml
 
     if body.startswith("---\n"):
@@ -104,15 +109,56 @@ def cell_options(body: str) -> dict:
         try:
             options = yaml.safe_load(match.group(1)) if match else None
         except yaml.YAMLError:
-            return {}  # myst-nb says what is wrong with it
-        return options if isinstance(options, dict) else {}
-    options = {}
-    for line in body.splitlines():
+            return {}, 0  # myst-nb says what is wrong with it
+        return (options, match.end()) if isinstance(options, dict) else ({}, 0)
+    options, end = {}, 0
+    for line in body.splitlines(keepends=True):
         found = OPTION_LINE.fullmatch(line.strip())
         if not found:
             break
-        options[found.group(1)] = yaml.safe_load(found.group(2)) if found.group(2) else None
-    return options
+        try:
+            options[found.group(1)] = yaml.safe_load(found.group(2)) if found.group(2) else None
+        except yaml.YAMLError:
+            return {}, 0
+        end += len(line)
+    return options, end
+
+
+def invalid_cell_metadata(options: dict) -> tuple[str, str] | None:
+    """(the option, why) where nbformat's schema refuses a code cell's options as its metadata
+    (``tags`` not a list of strings, ``name`` not a string…), which myst-nb gives it whole:
+    its validation error would stop Sphinx with a traceback naming no page (attack 7, case 17)."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("")])
+    notebook.cells[0].metadata = options
+    try:
+        nbformat.validate(notebook)
+    except nbformat.ValidationError as error:
+        path = list(getattr(error, "absolute_path", []))
+        key = str(path[3]) if len(path) > 3 else next(iter(options), "?")
+        return key, str(error.message).splitlines()[0]
+    return None
+
+
+def refuse_malformed_cell_metadata(app: Sphinx, docname: str, source: list[str]) -> None:
+    """Before the page is parsed: each code cell option the notebook format refuses is reported
+    and dropped, so that myst-nb reads the page; the warning fails the build."""
+    import yaml
+
+    text = source[0]
+    for number, cell in reversed(list(enumerate(code_cells(text), start=1))):
+        options, end = cell_options_and_end(text[cell.body_start:cell.body_end])
+        dropped = []
+        while options and (found := invalid_cell_metadata(options)) is not None and found[0] in options:
+            key, why = found
+            logger.warning(f"code cell {number}: its option {key!r} is not what a notebook allows ({why})",
+                           location=(docname, cell.line), type="book", subtype="cell_metadata")
+            dropped.append(options.pop(key))
+        if dropped:
+            block = "---\n" + yaml.safe_dump(options, allow_unicode=True, sort_keys=False) + "---\n" if options else ""
+            text = text[:cell.body_start] + block + text[cell.body_start + end:]
+    source[0] = text
 
 
 def loaded_programs(text: str, page: Path) -> list[Path]:
@@ -232,5 +278,6 @@ def setup(app: Sphinx) -> None:
     app.connect("source-read", refuse_page_execution_settings, priority=100)
     app.connect("source-read", refuse_other_languages, priority=100)
     app.connect("source-read", refuse_unfolded_programs, priority=100)
+    app.connect("source-read", refuse_malformed_cell_metadata, priority=100)
     app.connect("doctree-read", refuse_other_formats)
     app.connect("doctree-read", refuse_untitled_page)

@@ -40,8 +40,10 @@ UNENCODABLE = "codec can't encode character '\\ud"
 
 # myst-nb reads any of its settings from a cell's metadata (under "mystnb", or the older
 # "render"): a cell may set only those that draw an output another way, never ones that hide it.
+# Not "image" or "figure": their classes and sizes hide a figure (d-none, 1 px) that the
+# record keeps (attack 7, case 19).
 CELL_SETTINGS_KEYS = ("mystnb", "render")
-DRAWING_SETTINGS = ("text_lexer", "error_lexer", "image", "figure", "markdown_format", "number_source_lines",
+DRAWING_SETTINGS = ("text_lexer", "error_lexer", "markdown_format", "number_source_lines",
                     "code_prompt_show", "code_prompt_hide", "scroll_outputs")
 
 

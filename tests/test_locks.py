@@ -83,19 +83,47 @@ def test_the_driver_refuses_a_build_while_its_environment_is_updated(tmp_path, m
     monkeypatch.setattr(toolchain, "hold_shared", functools.partial(toolchain.hold_shared, env))
     args = build_command.parse_args(["html", "--out", str(tmp_path / "_build"), "--cache-root", str(tmp_path / "cache")])
     locks, problem = build_locks.hold_build_locks(args)
-    assert problem is None and len(locks) == 3  # the cache, the output folder, the toolchain (shared)
-    for lock in locks:
-        os.close(lock)
+    # The cache, the output folder, the toolchain (shared): the driver's, and its Sphinx processes'.
+    assert problem is None and len(locks.kept) == len(locks.passed) == 3
+    locks.close()
     with open(toolchain.lock_file(env), "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         assert build_locks.hold_build_locks(args) == (
-            [], f"{toolchain.shown(env, toolchain.ROOT)}/ is being created or updated by another session "
-                "(requirements.txt changed): build again once it is done")
+            build_locks.BuildLocks(), f"{toolchain.shown(env, toolchain.ROOT)}/ is being created or updated by "
+                                      "another session (requirements.txt changed): build again once it is done")
     # Nothing stays held by the refused build: the next one gets every lock.
     locks, problem = build_locks.hold_build_locks(args)
     assert problem is None
-    for lock in locks:
+    locks.close()
+
+
+@pytest.mark.unit
+def test_a_child_that_releases_the_locks_it_was_given_does_not_let_a_second_build_in(tmp_path):
+    # Attack 7, case 21: a doctest example, which runs in Sphinx's process, released the build's
+    # locks it inherited (flock LOCK_UN on the same open file), and a second build wrote the same
+    # cache and output folder at once. The driver keeps locks of its own, which it never passes on.
+    args = build_command.parse_args(["html", "--out", str(tmp_path / "_build"), "--cache-root", str(tmp_path / "cache")])
+    locks, problem = build_locks.hold_build_locks(args)
+    assert problem is None
+    try:
+        for lock in locks.passed:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        second, problem = build_locks.hold_build_locks(args)
+        assert second == build_locks.BuildLocks()
+        assert problem == f"another build is using the execution cache {tmp_path / 'cache'}: wait for it to finish, " \
+                          "or give this one its own --cache-root"
+    finally:
+        locks.close()
+    # A driver killed while its Sphinx runs: Sphinx's lock keeps the next build out.
+    locks, _ = build_locks.hold_build_locks(args)
+    for lock in locks.kept:
         os.close(lock)
+    try:
+        second, problem = build_locks.hold_build_locks(args)
+        assert problem is not None and "is using the execution cache" in problem, problem
+    finally:
+        for lock in locks.passed:
+            os.close(lock)
 
 
 def flocks_of(pid: int, path: Path) -> list[str]:
@@ -133,13 +161,13 @@ def test_a_build_holds_its_toolchain_shared_while_it_runs(tmp_path):
         deadline = time.monotonic() + 60
         while not flocks_of(running.pid, lock) and time.monotonic() < deadline and running.poll() is None:
             time.sleep(0.2)
-        assert flocks_of(running.pid, lock) == ["READ"]
+        assert flocks_of(running.pid, lock) == ["READ", "READ"]  # the driver's, and its Sphinx processes'
         # Wait until Sphinx runs (a child "python -m sphinx"), then see the lock still held.
         deadline = time.monotonic() + 120
         while not sphinx_below(running.pid) and time.monotonic() < deadline and running.poll() is None:
             time.sleep(0.2)
         assert sphinx_below(running.pid), "Sphinx never started"
-        assert running.poll() is None and flocks_of(running.pid, lock) == ["READ"]
+        assert running.poll() is None and flocks_of(running.pid, lock) == ["READ", "READ"]
     finally:
         os.killpg(running.pid, signal.SIGINT)
         output, _ = running.communicate(timeout=120)

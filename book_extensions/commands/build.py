@@ -44,9 +44,10 @@ What the driver guarantees, since Sphinx alone does not:
 - ``--record`` records what was published: from the executed notebooks of the site, the ones
   its pages were rendered from, not from the execution cache (which another build sharing it
   may have changed, or someone removed).
-- One build at a time: a lock in the execution cache and one in ``<out>/<device>/``, held by
-  Sphinx and its readers too, so that a killed driver leaves them locked until they end; the
-  live preview (``nox -s serve``) holds the same. A build also holds its toolchain shared
+- One build at a time: a lock in the execution cache and one in ``<out>/<device>/``, each
+  twice: the driver's own, and one Sphinx and its readers hold, so that a killed driver leaves
+  them locked until they end, and a doctest that releases the one its process was given lets
+  no other build in; the live preview (``nox -s serve``) holds the same. A build also holds its toolchain shared
   (``.toolchain/torch-<release>.lock``), so that requirements.txt's re-sync waits for it. Paths
   are made absolute before anything reads them. SIGTERM and SIGINT go on to Sphinx (in a
   process group of its own) and its kernels; the driver waits until every process the
@@ -288,7 +289,7 @@ class Stop:
     MESSAGES = {signal.SIGINT: "the build was interrupted", signal.SIGTERM: "the build was stopped by SIGTERM"}
 
     def __init__(self, locks: list[int] = ()) -> None:
-        self.locks = tuple(locks)  # the build's locks, which Sphinx holds too
+        self.locks = tuple(locks)  # the locks the build's Sphinx processes hold (build_locks.PROCESSES_LOCK)
         self.finished = False  # the site was published: a late signal stops nothing
         self.signum: int | None = None
         self.since = 0.0
@@ -423,12 +424,11 @@ def run_build(args: argparse.Namespace) -> int:
             print(f"error: {problem}", file=sys.stderr)
             return 2
         compile_sphinx_catalogs()
-        status = with_signals_passed_on(args, languages, locks)
+        status = with_signals_passed_on(args, languages, locks.passed)
         args.published = status == 0
         return status or record_published(args, languages)
     finally:
-        for lock in locks:  # the build's processes are gone by now: they held them too
-            os.close(lock)
+        locks.close()  # the build's processes are gone by now
 
 
 def preimport(module: str) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
 def hold_lock(path: Path) -> int | None:
     """An exclusive lock on ``path`` (flock, as the filelock package takes it), or None when
-    another build holds it. The descriptor goes to Sphinx too (pass_fds), and from it to its
-    parallel readers: if the driver is killed, the lock stays held until they are gone."""
+    another build holds it."""
     import fcntl
 
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -24,47 +24,65 @@ def hold_lock(path: Path) -> int | None:
 
 
 LOCK = "book-build.lock"
+# Beside each: the lock Sphinx and its parallel readers hold (pass_fds), so that a driver killed
+# while they run leaves it held until they are gone. Not the driver's own: a flock belongs to the
+# open file, and a doctest example, which runs in Sphinx's process, released the inherited one
+# (flock LOCK_UN) and let a second build write the same cache and folder (attack 7, case 21).
+PROCESSES_LOCK = "book-build-processes.lock"
 
 
-def hold_build_locks(args: argparse.Namespace, holder: str = "") -> tuple[list[int], str | None]:
+@dataclass
+class BuildLocks:
+    kept: list[int] = field(default_factory=list)  # the driver's, never passed on
+    passed: list[int] = field(default_factory=list)  # for Sphinx and its readers
+
+    def close(self) -> None:
+        for lock in (*self.kept, *self.passed):
+            os.close(lock)
+        self.kept, self.passed = [], []
+
+
+def hold_build_locks(args: argparse.Namespace, holder: str = "") -> tuple[BuildLocks, str | None]:
     """What a build holds for its whole run, or the one line that says why it cannot start: a lock
     in its execution cache and one in its output folder (two builds writing one jupyter-cache, or
     one output folder, at once can corrupt it), and a shared lock on the Python environment it runs
-    from, so that no session updates it meanwhile (:func:`.toolchain.hold_shared`). The live
+    from, so that no session updates it meanwhile (:func:`.toolchain.hold_shared`); each twice, one
+    the driver keeps and one its Sphinx processes hold (:data:`PROCESSES_LOCK`). The live
     preview takes the same (:mod:`.serve`, ``holder``: how a refused build names it)."""
     from .toolchain import ToolchainError, hold_shared
 
     device_dir = args.out / args.device
-    locks: list[int] = []
+    locks = BuildLocks()
     problem = None
     for folder, option, using in ((args.cache_root, "--cache-root", f"using the execution cache {args.cache_root}"),
                                   (device_dir, "--out", f"writing {device_dir}")):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            lock = hold_lock(folder / LOCK)
-        except OSError as error:
-            problem = f"cannot write {folder}: {error.strerror or error}"
+        for name, held in ((LOCK, locks.kept), (PROCESSES_LOCK, locks.passed)):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                lock = hold_lock(folder / name)
+            except OSError as error:
+                problem = f"cannot write {folder}: {error.strerror or error}"
+                break
+            if lock is None:
+                problem = busy(folder / name, using, option, preview=bool(holder))
+                break
+            os.ftruncate(lock, 0)
+            # Who holds it and its process, for a refused build to say (a preview execs into
+            # sphinx-autobuild: the same process).
+            os.pwrite(lock, f"{holder}\n{os.getpid()}\n".encode(), 0)
+            held.append(lock)
+        if problem is not None:
             break
-        if lock is None:
-            problem = busy(folder / LOCK, using, option, preview=bool(holder))
-            break
-        os.ftruncate(lock, 0)
-        # Who holds it and its process, for a refused build to say (a preview execs into
-        # sphinx-autobuild: the same process).
-        os.pwrite(lock, f"{holder}\n{os.getpid()}\n".encode(), 0)
-        locks.append(lock)
     if problem is None:
         try:
-            shared = hold_shared()
+            for held in (locks.kept, locks.passed):
+                shared = hold_shared()
+                held += [shared] if shared is not None else []
         except ToolchainError as error:
             problem = str(error)
-        else:
-            locks += [shared] if shared is not None else []
     if problem is not None:
-        for lock in locks:
-            os.close(lock)
-        return [], problem
-    return locks, None
+        locks.close()
+    return locks, problem
 
 
 def busy(lock: Path, using: str, option: str, preview: bool) -> str:

@@ -82,6 +82,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     compile_sphinx_catalogs()  # under the locks, as a build does: Sphinx would write a .mo in place
-    for lock in locks:  # kept open through exec: sphinx-autobuild holds them until it ends
+    for lock in (*locks.kept, *locks.passed):  # kept open through exec: sphinx-autobuild holds them until it ends
         os.set_inheritable(lock, True)
     os.execv(sys.executable, autobuild)

@@ -119,12 +119,18 @@ def test_a_doctest_cannot_write_the_sources_or_the_cache_nor_end_the_build_early
         lines += [f">>> target = pathlib.Path(bytes.fromhex({str(path).encode().hex()!r}).decode())",
                   ">>> try:", "...     _ = target.write_bytes(b'x')", "... except PermissionError:",
                   f"...     print({name!r}, 'refused')", f"{name} refused"]
+    # Attack 7, case 4: the doctrees the doctest process may write are its own, not the html
+    # build's, where a planted catalog was published by every later html build.
+    lines += [">>> import sys", ">>> doctrees = pathlib.Path(sys.argv[sys.argv.index('-d') + 1])",
+              ">>> _ = (doctrees / 'planted').write_text('x')"]
     block = "\n" + "\n".join(lines) + "\n```\n"
     append_to_second_page(docs, block)
     confined = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)
     assert confined.returncode == 0, confined.output
     assert confined.output.count("doctest ok") == 1  # the examples printed "refused", as they expect
     assert {name: path.read_bytes() for name, path in targets.items() if path.exists()} == before
+    planted = [path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("planted")]
+    assert planted == ["_build/cpu/doctrees-doctest/en/planted"]
     ended = "\n```{doctest}\n>>> import os\n>>> os._exit(0)\n>>> 1 + 1\n3\n```\n"
     append_to_second_page(docs, ended)
     early = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)

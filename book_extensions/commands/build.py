@@ -124,6 +124,15 @@ def output_dir(out: Path, device: str, builder: str, code: str) -> Path:
     return out / device / (publish.WORK if builder == "html" else builder) / code
 
 
+def doctrees_dir(out: Path, device: str, builder: str, code: str) -> Path:
+    """Where Sphinx keeps what it read of one language: the doctest builder has its own. Its
+    examples run in Sphinx's process, which may write its doctrees (the environment is saved
+    after they are confined): in the html build's, one planted a catalog that every later html
+    build published (attack 7, case 4). The other builders share the html build's, which they
+    read from and which no code of a page's reaches (kernels run sandboxed)."""
+    return out / device / ("doctrees-doctest" if builder == "doctest" else "doctrees") / code
+
+
 # A rebuild after an edit of this many source files or fewer runs Sphinx in one process:
 # forking readers and writers for a page or two costs more than it saves (about 0.4 s a language).
 SERIAL_REBUILD = 3
@@ -145,7 +154,7 @@ def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool 
         *args.sphinx_args,  # first: Sphinx takes the last of each, and the rest are the driver's
         "-b", args.builder,
         "-c", str(args.confdir),
-        "-d", str(out / args.device / "doctrees" / code),
+        "-d", str(doctrees_dir(out, args.device, args.builder, code)),
         "-D", f"language={language.sphinx}",
         "-D", f"book_device={args.device}",
         "-D", f"book_cache_root={args.cache_root}",
@@ -482,7 +491,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
     ended once all are done."""
     code = language.code
     started = time.perf_counter()
-    doctrees = args.out / args.device / "doctrees" / code
+    doctrees = doctrees_dir(args.out, args.device, args.builder, code)
     note = read_note(doctrees)
     code_inputs = {**book[0], **language_part(language)}
     trusted = digest_of(code_inputs)
@@ -537,6 +546,11 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
         for line in running_cells.left_running(doctrees, lambda page: shown(page, Path.cwd())):
             print(f"error: [{code}] {line}", file=sys.stderr, flush=True)
         return "failed", None
+    if args.builder == "doctest":
+        # Its doctrees are its own: the next doctest build reads only what changed (and runs
+        # every example: the doctest builder writes every page).
+        write_note(doctrees, {"trusted": trusted, "environment": environment_stamp(doctrees), "sources": sources})
+        return "built", None
     if args.builder != "html":
         # Another builder reads the same pages into the same doctrees, but resolves no
         # references and writes no notebooks: the next html build reads every page again.

@@ -258,6 +258,18 @@ def test_the_books_own_input_files_pass():
 
 
 @pytest.mark.unit
+def test_a_misspelt_results_folder_or_device_page_is_one_line_each(monkeypatch):
+    # Attack 7, cases 9d, 9e: taken without a word, and the pages said no record existed.
+    from book_extensions.configuration.input_files import problems
+
+    monkeypatch.chdir(ROOT)
+    assert problems(ROOT, ROOT / "docs", ["-D", "book_results_dir=resluts", "-D", "book_device_page=cpu-vs-gpu"]) == [
+        "book_results_dir: resluts is not a folder (where the records of the outputs are)",
+        "book_device_page: 'cpu-vs-gpu' is not a page of docs/en"]
+    assert problems(ROOT, ROOT / "docs", ["-D", "book_device_page=cpu-vs-cuda"]) == []
+
+
+@pytest.mark.unit
 def test_the_preview_checks_the_input_files_before_sphinx_starts(tmp_path, monkeypatch, capsys):
     # Issue 31: `nox -s serve` started sphinx-autobuild on a junk release list, which showed a traceback.
     from book_extensions.commands import serve

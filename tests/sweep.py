@@ -233,6 +233,13 @@ SURVEY = """language => {
       return {name: (el.getAttribute('aria-label') || el.title || el.textContent).trim().slice(0, 40),
               width: box.width, height: box.height, fullscreen: el.matches('.btn-fullscreen-button')};
     });
+  // The previous and next pages' links at the foot of the page: every box inside them (an
+  // arrow, a title, its code) as laid out, to be within the screen.
+  const pageLinks = [...document.querySelectorAll('.prev-next-area a, .prev-next-area a *')].filter(visible).map(el => {
+    const box = el.getBoundingClientRect();
+    return {what: (el.className || el.tagName).toString().slice(0, 40), left: box.left, right: box.right,
+            text: el.textContent.trim().slice(0, 40)};
+  });
   // Copy buttons: the code they would cover (boxes of the code's text, as far as the code
   // box shows it, that meet the button's), and whether they are shown.
   const copyButtons = [...document.querySelectorAll('.bd-article div.highlight > button.copybtn')].filter(visible).map(button => {
@@ -270,7 +277,7 @@ SURVEY = """language => {
     return last.right - last.left < 2 * em ? [p.textContent.replace(/\\s+/g, ' ').trim().slice(-30)] : [];
   });
   return {tables, scrolling, brokenTokens, printed: printed.length, hangs, lineStarts,
-          outputHangs, headings, controls, copyButtons, perLine, orphans};
+          outputHangs, headings, controls, pageLinks, copyButtons, perLine, orphans};
 }"""
 
 

@@ -364,6 +364,21 @@ def test_top_bar_controls_are_tap_targets(browser, site, book, language, width):
 
 
 @SWEPT
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_previous_and_next_page_links_stay_on_the_screen(browser, site, book, language, width):
+    """Issue 33: on a phone the next page's title, holding code that cannot break
+    ("inference_mode"), pushed its arrow past the screen's right edge."""
+    problems, seen = [], 0
+    for name, page in survey(browser, site, book.site(), language, width).items():
+        seen += len(page["pageLinks"])
+        problems += [(name, box["what"], box["text"], round(box["left"]), round(box["right"]))
+                     for box in page["pageLinks"] if box["left"] < -0.5 or box["right"] > width + 0.5]
+    assert seen > 50  # the check saw the links
+    assert problems == []
+
+
+@SWEPT
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_copy_buttons_cover_no_code_on_a_phone(browser, site, book, language):
     """At 375 px a code box's copy button is shown (a touch screen has no hover) and

@@ -67,16 +67,21 @@ def test_a_page_read_before_the_digests_were_noted_is_read_again(tmp_path):
 @pytest.mark.unit
 def test_a_computed_page_is_written_again_only_when_what_it_fills_in_changed(monkeypatch):
     env = SimpleNamespace()
+    html, epub = (SimpleNamespace(builder=SimpleNamespace(name=name)) for name in ("html", "epub"))
     shown = {"rows": [1]}
     monkeypatch.setitem(page_state.SHOWN, "a-directive", lambda app, env: shown["rows"])
     page_state.of(env, "computed").computed.add("a-directive")
     page_state.of(env, "other").computed.add("a-directive-without-inputs")
     page_state.of(env, "plain")
-    assert page_state.rewrite_computed_pages(None, env) == ["computed", "other"]  # never written with these
-    assert page_state.rewrite_computed_pages(None, env) == []
+    assert page_state.rewrite_computed_pages(html, env) == ["computed", "other"]  # never written with these
+    assert page_state.rewrite_computed_pages(html, env) == []
     shown["rows"] = [1, 2]
-    assert page_state.rewrite_computed_pages(None, env) == ["computed"]
-    assert page_state.rewrite_computed_pages(None, env) == []
+    assert page_state.rewrite_computed_pages(html, env) == ["computed"]
+    assert page_state.rewrite_computed_pages(html, env) == []
+    # Another builder sharing the environment writes into its own folder: what html wrote
+    # does not count for it.
+    assert page_state.rewrite_computed_pages(epub, env) == ["computed", "other"]
+    assert page_state.rewrite_computed_pages(epub, env) == []
     page_state.every(env).pop("computed")  # read again: its state is new, and it is written anyway
     page_state.of(env, "computed").computed.add("a-directive")
-    assert page_state.rewrite_computed_pages(None, env) == ["computed"]
+    assert page_state.rewrite_computed_pages(html, env) == ["computed"]

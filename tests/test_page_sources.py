@@ -83,3 +83,26 @@ def test_an_indented_printed_line_is_marked_so_that_its_continuation_hangs_right
         '   \n'
         '             deeper than nesting: columns\n'
         '  <span class="book-indented" style="--book-indent: 2">last</span></pre></div>')
+
+
+@pytest.mark.unit
+def test_cell_options_a_notebook_cannot_hold_are_named_and_dropped(monkeypatch):
+    """Attack 7, case 17: myst-nb gives a cell's options to nbformat as its metadata, whose
+    validation error (tags written as a string) or JSON writer (a date) stopped Sphinx with a
+    traceback naming no page."""
+    from book_extensions.checks import page_sources
+
+    assert page_sources.invalid_cell_metadata({"tags": "remove-output"}) == (
+        "tags", "'remove-output' is not of type 'array'")
+    assert page_sources.invalid_cell_metadata({"created": __import__("datetime").date(2024, 1, 1)}) == (
+        "created", "a date, which a notebook cannot hold")
+    assert page_sources.invalid_cell_metadata({"tags": ["hide-input"], "load": "x.py"}) is None
+    said = []
+    monkeypatch.setattr(page_sources.logger, "warning", lambda text, **where: said.append((text, where["location"])))
+    fence = "```{code-cell} ipython3\n"
+    source = ["# A page\n\n" + fence + "---\ntags: remove-output\nname: a\n---\nprint(1)\n```\n\n"
+              + fence + ":created: 2024-01-01\nprint(2)\n```\n\n" + fence + "---\ntags: [hide-input]\n---\nprint(3)\n```\n"]
+    page_sources.refuse_malformed_cell_metadata(None, "page", source)
+    assert source[0] == ("# A page\n\n" + fence + "---\nname: a\n---\nprint(1)\n```\n\n" + fence + "print(2)\n```\n\n"
+                         + fence + "---\ntags: [hide-input]\n---\nprint(3)\n```\n")
+    assert [text.split(":")[0] for text, _ in said] == ["code cell 2", "code cell 1"]

@@ -98,8 +98,8 @@ GIF_SIGNATURE = b"GIF8"
 TEXT_MIME_TYPES = ("image/svg+xml", "application/json", "application/javascript")
 
 
-def published_text(outdir: Path) -> Iterator[tuple[str, Iterator[tuple[str, bytes]]]]:
-    """For every file (name relative to outdir, its bytes): the texts it holds (:func:`texts`)."""
+def published_files(outdir: Path) -> Iterator[tuple[str, bytes]]:
+    """Every file of ``outdir``: its name relative to it, and its bytes."""
     for path in sorted(outdir.rglob("*")):
         if path.is_file():
             yield path.relative_to(outdir).as_posix(), path.read_bytes()
@@ -262,7 +262,7 @@ def leaks(outdir: Path, paths: list[tuple[str, str]], known_clean: dict[str, str
     pattern, forms = leak_pattern(paths)
     known_clean = {} if known_clean is None else known_clean
     found = []
-    for rel, raw in published_text(outdir):
+    for rel, raw in published_files(outdir):
         stamp = hashlib.sha256(raw).hexdigest()
         if known_clean.get(rel) == stamp:
             continue

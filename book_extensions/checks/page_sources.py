@@ -110,7 +110,9 @@ def cell_options_and_end(body: str) -> tuple[dict, int]:
             options = yaml.safe_load(match.group(1)) if match else None
         except yaml.YAMLError:
             return {}, 0  # myst-nb says what is wrong with it
-        return (options, match.end()) if isinstance(options, dict) else ({}, 0)
+        # The closing line's newline too: the code starts on the next line.
+        end = match.end() + (body[match.end():match.end() + 1] == "\n")
+        return (options, end) if isinstance(options, dict) else ({}, 0)
     options, end = {}, 0
     for line in body.splitlines(keepends=True):
         found = OPTION_LINE.fullmatch(line.strip())
@@ -128,8 +130,18 @@ def invalid_cell_metadata(options: dict) -> tuple[str, str] | None:
     """(the option, why) where nbformat's schema refuses a code cell's options as its metadata
     (``tags`` not a list of strings, ``name`` not a string…), which myst-nb gives it whole:
     its validation error would stop Sphinx with a traceback naming no page (attack 7, case 17)."""
+    import json
+
     import nbformat
 
+    for key, value in options.items():
+        # YAML reads dates and sets, which no notebook (JSON) holds: nbformat's writer raised.
+        try:
+            faithful = json.loads(json.dumps(value)) == value
+        except (TypeError, ValueError):
+            faithful = False
+        if not faithful:
+            return str(key), f"a {type(value).__name__}, which a notebook cannot hold"
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("")])
     notebook.cells[0].metadata = options
     try:

@@ -4,7 +4,8 @@
     python -m book_extensions build doctest
 
 Everything goes under ``<out>/<device>/``, so a CUDA build never mixes with a CPU one:
-``doctrees/<language>/`` (shared by every builder), ``html/`` (the published site: one
+``doctrees/<language>/`` (shared by every builder but doctest, whose examples write its own
+``doctrees-doctest/<language>/``), ``html/`` (the published site: one
 folder per language and the site root's files), ``html-work/<language>/`` (where Sphinx
 writes the site, kept between builds so that they are incremental) and
 ``<builder>/<language>/`` for the other builders (doctest, singlehtml, epub, linkcheck).
@@ -129,7 +130,9 @@ def doctrees_dir(out: Path, device: str, builder: str, code: str) -> Path:
     examples run in Sphinx's process, which may write its doctrees (the environment is saved
     after they are confined): in the html build's, one planted a catalog that every later html
     build published (attack 7, case 4). The other builders share the html build's, which they
-    read from and which no code of a page's reaches (kernels run sandboxed)."""
+    read from and which no code of a page's reaches (kernels run sandboxed). It notes nothing
+    there, so that every doctest build reads afresh (-E): an environment its examples could have
+    rewritten is never loaded, before they are confined, by the next one."""
     return out / device / ("doctrees-doctest" if builder == "doctest" else "doctrees") / code
 
 
@@ -546,11 +549,6 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
         for line in running_cells.left_running(doctrees, lambda page: shown(page, Path.cwd())):
             print(f"error: [{code}] {line}", file=sys.stderr, flush=True)
         return "failed", None
-    if args.builder == "doctest":
-        # Its doctrees are its own: the next doctest build reads only what changed (and runs
-        # every example: the doctest builder writes every page).
-        write_note(doctrees, {"trusted": trusted, "environment": environment_stamp(doctrees), "sources": sources})
-        return "built", None
     if args.builder != "html":
         # Another builder reads the same pages into the same doctrees, but resolves no
         # references and writes no notebooks: the next html build reads every page again.

@@ -44,9 +44,10 @@ def problems(confdir: Path, docs: Path, sphinx_args=()) -> list[str]:
                                   named(Path(confdir, config.book_releases_file)))
     results = Path(confdir, config.book_results_dir)
     # A misspelt folder or page given with -D was taken without a word (attack 7, cases 9d, 9e):
-    # the pages then said no record exists. A book's own conf.py may name a device page its
-    # pages lack (the test books do): only one given with -D is checked.
-    if not results.is_dir():
+    # the pages then said no record exists. Only those given with -D: a book's own conf.py may
+    # name a device page its pages lack (the test books do), or a folder not made yet (the
+    # first `--record` makes it).
+    if "book_results_dir" in dict(overrides) and not results.is_dir():
         found.append(f"book_results_dir: {named(results)} is not a folder (where the records of the outputs are)")
     page = dict(overrides).get("book_device_page")
     reference = config.book_languages[0].code if config.book_languages else ""

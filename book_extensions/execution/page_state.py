@@ -46,7 +46,7 @@ class PageState:
     exercises: list[dict] = field(default_factory=list)  # its exercises, checked (site/exercises.py), in order
     names: set[tuple[str, str, str]] = field(default_factory=set)  # what it defines: (domain, type, name) (checks/unique_names)
     shown_elsewhere: str | None = None  # what other pages show of it: titles, captions, contents, names (changed_pages)
-    shown: str | None = None  # computed pages: the digest of what they were last written with (shows)
+    shown: dict[str, str] = field(default_factory=dict)  # computed pages: per builder, the digest of what it wrote (shows)
     # What the page was read from (changed_pages): the digest of the text Sphinx parsed, and
     # of each file it depends on as it was before that build read it.
     source: str | None = None
@@ -107,9 +107,12 @@ def shows(directive: str, inputs: Callable[[Sphinx, BuildEnvironment], object]) 
 
 
 def rewrite_computed_pages(app: Sphinx, env: BuildEnvironment) -> list[str]:
-    """The computed pages whose inputs changed since they were written (a page read again is
-    written anyway, and noted here too). After every page is read, before the environment is
-    saved: a build that fails after this starts afresh (commands/build.py forgets its note)."""
+    """The computed pages whose inputs changed since this builder wrote them (a page read again
+    is written anyway, and noted here too): per builder, since the html, singlehtml and epub
+    builders share the environment, and each writes into its own folder. After every page is
+    read, before the environment is saved: a build driven by commands/build.py that fails after
+    this starts afresh (it forgets its note); a live preview's next build may then not write
+    a computed page the failed one did not (its next edit does)."""
     again = []
     for docname, state in sorted(every(env).items()):
         if not state.computed:
@@ -117,8 +120,8 @@ def rewrite_computed_pages(app: Sphinx, env: BuildEnvironment) -> list[str]:
         inputs = [[directive, SHOWN[directive](app, env) if directive in SHOWN else None]
                   for directive in sorted(state.computed)]
         digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
-        if digest != state.shown:
-            state.shown = digest
+        if digest != state.shown.get(app.builder.name):
+            state.shown[app.builder.name] = digest
             again.append(docname)
     return again
 

@@ -101,18 +101,22 @@ def note_shown_elsewhere(app: Sphinx, doctree: nodes.document) -> None:
     """``doctree-read``: what other pages show of the page just read, as they show it: its title
     and its sections' (links, the contents, previous and next), the captions of its figures,
     tables and code blocks (a reference's text), its tables of contents (every page's sidebar:
-    their captions, entries, explicit titles and order), and every name it defines with the
-    title and anchor a reference to it shows (a label moved to another section)."""
-    env = app.env
+    their captions, entries, explicit titles and order), and each label with the anchor and
+    the title or caption a reference to it shows (a label moved to another section). Read from
+    the doctree (docutils' names), not from Sphinx's domains, which an environment does not
+    document how to reach."""
     shown: list = [["title", node.astext()] for node in doctree.findall(nodes.title)]
     shown += [["caption", node.astext()] for node in doctree.findall(nodes.caption)]
     shown += [["toctree", node.get("caption"), [list(entry) for entry in node["entries"]],
                *(node.get(option) for option in ("maxdepth", "hidden", "numbered", "titlesonly", "glob"))]
               for node in doctree.findall(addnodes.toctree)]
-    shown += sorted([domain.name, kind, name, str(title), anchor]
-                    for domain in env.domains.sorted()
-                    for name, title, kind, where, anchor, _ in domain.get_objects() if where == env.docname)
-    page_state.of(env).shown_elsewhere = json.dumps(shown, ensure_ascii=False)
+    for name, explicit in sorted(doctree.nametypes.items()):
+        anchor = doctree.nameids.get(name)
+        labelled = doctree.ids.get(anchor) if explicit and anchor else None
+        if labelled is not None:
+            named = next(labelled.findall(lambda node: isinstance(node, nodes.title | nodes.caption)), None)
+            shown.append(["label", name, anchor, named.astext() if named is not None else ""])
+    page_state.of(app.env).shown_elsewhere = json.dumps(shown, ensure_ascii=False)
 
 
 def pages_showing_what_changed(app: Sphinx, env: BuildEnvironment) -> list[str]:

@@ -234,12 +234,17 @@ WORKAROUNDS = [
               ("sphinx", "themes/basic/static/searchtools.js", "954625d140412a9d")),
     ),
     Workaround(
-        "book_extensions/execution/changed_pages.py",
-        "which pages to read again is decided by content: a page's dependencies (includes, images), "
-        "which Sphinx notes through the public note_dependency but keeps in an undocumented mapping, "
-        "are digested as they were before the build read them; Sphinx compares them by time only",
-        "Sphinx decides by content, or documents a way to read a page's dependencies",
-        internal="sphinx.environment:BuildEnvironment.dependencies",
+        "book_extensions/execution/changed_pages.py, book_extensions/checks/unique_names.py",
+        "two attributes of the environment Sphinx does not document: which pages to read again is "
+        "decided by content, and a page's dependencies (includes, images), which Sphinx notes through "
+        "the public note_dependency but keeps in an undocumented mapping, are digested as they were "
+        "before the build read them (Sphinx compares them by time only); and a label, term or object "
+        "defined on two pages is refused under parallel reads too, from every domain's public "
+        "get_objects(), the domains being reached through the undocumented domains attribute (Sphinx "
+        "merges parallel readers' domain data without a check)",
+        "Sphinx decides by content and checks duplicates when it merges parallel reads, or documents "
+        "a page's dependencies and an environment's domains",
+        internal=("sphinx.environment:BuildEnvironment.dependencies", "sphinx.environment:BuildEnvironment.domains"),
     ),
     Workaround(
         "tests/conftest.py",
@@ -412,8 +417,14 @@ def leans_in(path: Path, source: str, shown_as: str) -> list[Lean]:
             env_names |= {a.arg for a in function.args.args + function.args.kwonlyargs if a.arg == "env"}
         body = list(own_nodes(function))
         for node in body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "env" for t in node.targets) \
-                    and isinstance(node.value, ast.Attribute) and node.value.attr == "env":
+            if not isinstance(node, ast.Assign):
+                continue
+            # env = app.env, and env, docname = app.env, app.env.docname
+            pairs = [(target, node.value) for target in node.targets]
+            pairs += [pair for target in node.targets if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                      and len(target.elts) == len(node.value.elts) for pair in zip(target.elts, node.value.elts)]
+            if any(isinstance(target, ast.Name) and target.id == "env" and isinstance(value, ast.Attribute)
+                   and value.attr == "env" for target, value in pairs):
                 env_names.add("env")
         for node in body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

@@ -98,6 +98,7 @@ def test_an_unlisted_lean_of_each_kind_is_found():
         (47, "an undocumented attribute of Sphinx's environment", "search"),
         (47, "an undocumented attribute of Sphinx's environment", "client"),
         (47, "another project's private attribute", "_titles"),
+        (52, "an undocumented attribute of Sphinx's environment", "domains"),
     }
     [one] = upstream.unlisted_leans([LEANS], workarounds=[])[:1]
     assert str(one).endswith("leans.py:9: another project's private module or name (_pathlib), "
@@ -107,7 +108,8 @@ def test_an_unlisted_lean_of_each_kind_is_found():
 INTERNALS = ("sphinx.util._pathlib:_StrPath", "myst_nb.sphinx_ext:create_mystnb_config.mystnb_config",
              "myst_parser.sphinx_ext:myst_config", "sphinx.environment:BuildEnvironment.toctree_includes",
              "myst_nb.sphinx_:create_client", "sphinx.search:IndexBuilder.feed", "sys:modules",
-             "sphinx.search:SearchLanguage.language_name", "jupyter_cache.cache.main:JupyterCacheBase.db")
+             "sphinx.search:SearchLanguage.language_name", "jupyter_cache.cache.main:JupyterCacheBase.db",
+             "sphinx.environment:BuildEnvironment.domains")
 
 
 def test_a_lean_an_entry_names_is_listed():

@@ -214,12 +214,15 @@ def test_a_changed_script_the_keep_list_was_read_from_is_reported():
 @SWEPT
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_every_page_first_loads_within_the_budget(book, browser, site, language):
-    """Bytes are exact, unlike the throttled first paint that `nox -s weight` reports.
-    The search page is the one that has to load the search index."""
+    """Bytes are exact, unlike the throttled first paint that `nox -s weight` reports: a budget
+    that catches a returning 1.5 MB script. The search page is the one that has to load the
+    search index (the Chinese one 605 KB with its search data), held to a ceiling of its own
+    (sweep.py's budget_of); every chapter has the 600 KB budget."""
     heavy = []
-    for name, (load, _) in first_loads(browser, site, book.site(), language).items():
-        if name.endswith("/search.html"):
-            continue
+    loads = first_loads(browser, site, book.site(), language)
+    assert len(loads) >= 30
+    assert not (book.site() / language / "article.html").read_text(encoding="utf8").count("fontawesome.js")
+    for name, (load, _) in loads.items():
         if load.bytes > budget_of(name):
             top = sorted(load.responses.items(), key=lambda item: -item[1])[:3]
             heavy.append((name, load.bytes // 1024, [(url.rsplit("/", 1)[-1], size // 1024) for url, size in top]))

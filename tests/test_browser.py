@@ -18,7 +18,6 @@ from sweep import (
     MARK_NEW_TEXT_STYLES,
     SWEPT,
     axe_source,
-    budget_of,
     first_loads,
     sweep,
 )
@@ -152,20 +151,6 @@ def test_the_sweeps_contrast_check_finds_faint_text_in_a_style_no_page_had(brows
     assert len(page.evaluate(MARK_NEW_TEXT_STYLES, styles)) == 2
     assert page.evaluate(AXE_CONTRAST_OF_MARKED) == [["color-contrast", "serious", 2]]
     page.context.close()
-
-
-@SWEPT
-@pytest.mark.parametrize("language", ["en", "zh"])
-def test_pages_stay_light(book, browser, site, language):
-    # Bytes are exact, unlike timings: a budget that catches a returning 1.5 MB script.
-    # The heaviest page is the Chinese search page (605 KB with its search data), held to a
-    # ceiling of its own (sweep.py's budget_of); every chapter has the 600 KB budget, as in
-    # test_assets.py.
-    loads = first_loads(browser, site, book.site(), language)
-    assert len(loads) >= 30
-    heavy = [(name, load.bytes) for name, (load, _) in loads.items() if load.bytes > budget_of(name)]
-    assert heavy == []
-    assert not (book.site() / "en" / "article.html").read_text(encoding="utf8").count("fontawesome.js")
 
 
 # What a release changed is marked word by word: struck out and tinted in the older

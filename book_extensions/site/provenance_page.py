@@ -98,7 +98,9 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     for placeholder in list(doctree.findall(provenance_placeholder)):
         summary = nodes.paragraph("", say(
             "provenance_build", device=device_name(app.config.book_device), date=today()))
-        rows = [[page_link(app, docname, page), produced, seconds] for page, produced, seconds in page_rows(app.env)]
+        # A date is one word: on a phone it broke at its hyphens ("2026-12-" over "06").
+        rows = [[page_link(app, docname, page), nodes.inline(produced, produced, classes=["book-date"]), seconds]
+                for page, produced, seconds in page_rows(app.env)]
         placeholder.replace_self([
             summary,
             table([say("provenance_col_package"), say("provenance_col_version")], literal_first(versions())),

@@ -132,3 +132,17 @@ def test_what_a_page_shows_of_another_is_written_again_on_every_page_that_shows_
     # Nothing else changed: the next build reads and writes nothing.
     again = sphinx_book("shown_elsewhere", "en")
     assert json.loads((again.doctreedir / EXECUTIONS_FILE).read_text())["read"] == []
+
+
+@pytest.mark.unit
+def test_a_chinese_build_loads_its_segmenter_while_it_waits_and_no_other_does(monkeypatch):
+    import threading
+
+    from book_extensions.site import search
+
+    started = []
+    monkeypatch.setattr(threading.Thread, "start", lambda thread: started.append(thread))
+    search.warm_up_segmenter(SimpleNamespace(config=SimpleNamespace(language="en")))
+    assert started == []
+    search.warm_up_segmenter(SimpleNamespace(config=SimpleNamespace(language="zh_CN")))
+    assert len(started) == 1 and started[0].daemon

@@ -233,6 +233,9 @@ def wait_for_reading_turn(app: Sphinx, env, docnames: list[str]) -> None:
     first: this one then takes those outputs from the cache (commands/reading_turn.ReadingTurn)."""
     after = app.config.book_reading_after
     if after:
+        from ..site.search import warm_up_segmenter
+
+        warm_up_segmenter(app)  # while this process waits
         fd = os.open(after, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # given up when that language has read, failed or ended

@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 import tomllib
 from collections import Counter
 from pathlib import Path
@@ -96,6 +97,21 @@ class LazyChineseSearch(SearchChinese):
 
     def word_filter(self, stemmed_word: str) -> bool:
         return len(stemmed_word) > 1 or stemmed_word.isascii()
+
+
+def warm_up_segmenter(app: Sphinx) -> None:
+    """For a Chinese build, load jieba's dictionary (0.6 s) in a thread now: called while the
+    build waits for its reading turn (execution/page_execution.py), time it otherwise spends
+    idle; its pages are indexed later, and jieba's own lock makes that wait for the load."""
+    if (app.config.language or "").split("_")[0] != LazyChineseSearch.lang:
+        return
+
+    def load() -> None:
+        import jieba
+
+        jieba.initialize()
+
+    threading.Thread(target=load, daemon=True).start()
 
 
 def term_list(app: Sphinx) -> dict:

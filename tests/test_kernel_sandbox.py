@@ -3,6 +3,7 @@ sources, not the execution cache, not the site, whatever the executor's comparis
 
 from __future__ import annotations
 
+import pickle
 import re
 import shutil
 import subprocess
@@ -123,6 +124,10 @@ def test_a_doctest_cannot_write_the_sources_or_the_cache_nor_end_the_build_early
     # build's, where a planted catalog was published by every later html build.
     lines += [">>> import sys", ">>> doctrees = pathlib.Path(sys.argv[sys.argv.index('-d') + 1])",
               ">>> _ = (doctrees / 'planted').write_text('x')"]
+    # It could as well leave an environment that runs code when loaded: the next doctest build
+    # reads afresh and never loads it (it would run before that build's examples are confined).
+    loaded = tmp_path / "loaded"
+    lines += [f">>> _ = (doctrees / 'environment.pickle').write_bytes(bytes.fromhex({pickle.dumps(Touch(str(loaded))).hex()!r}))"]
     block = "\n" + "\n".join(lines) + "\n```\n"
     append_to_second_page(docs, block)
     confined = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)
@@ -134,6 +139,7 @@ def test_a_doctest_cannot_write_the_sources_or_the_cache_nor_end_the_build_early
     ended = "\n```{doctest}\n>>> import os\n>>> os._exit(0)\n>>> 1 + 1\n3\n```\n"
     append_to_second_page(docs, ended)
     early = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)
+    assert not loaded.exists()
     assert early.returncode == 1, early.output
     assert ("error: [en] the doctests ended before their summary: an example stopped the build's process"
             in early.output.splitlines()), early.output
@@ -149,6 +155,16 @@ def test_a_cell_cannot_signal_the_sphinx_that_runs_it(build_fixture):
                      r"permitted; a page's kernel may write only in its working folder and its temporary files, "
                      r"and signal only the processes it started", build.output), build.output
     assert "Sphinx ended while" not in build.output
+
+
+class Touch:
+    """Pickled, it makes a file when loaded."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
 
 
 def good_book_built(tmp_path):

@@ -11,7 +11,15 @@ comparisons are the only guard, as for kernels.
 
 The driver, for its part, takes a doctest build as passed only when the builder's output
 holds its summary (``commands/build.py``: ``unfinished_doctests``): a process that ended early
-has none.
+has none. Those doctrees are the doctest builder's own, read afresh by every doctest build
+(``commands/build.py``: ``doctrees_dir``), so nothing an example leaves there reaches the html
+build or the next doctest build.
+
+What confinement cannot do: the examples share the process of the checker that judges them,
+so an example written to forge its own verdict (one that replaces the summary and ends the
+process, or patches sphinx.ext.doctest's runner) passes (attack 7, cases 1 and 2). Closing
+that needs the examples run in a kernel of their own and compared in Sphinx's process, as code
+cells are.
 """
 
 from __future__ import annotations

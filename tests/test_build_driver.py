@@ -436,7 +436,7 @@ def test_languages_built_at_once_read_in_turn(tmp_path):
     marker = tmp_path / "zh-reads"
     waiter = subprocess.Popen(
         [sys.executable, "-c", "from book_extensions.execution import page_execution as p; import sys; "
-         "from types import SimpleNamespace as N; config = N(book_reading_after=sys.argv[2]); "
+         "from types import SimpleNamespace as N; config = N(book_reading_after=sys.argv[2], language='en'); "
          "p.wait_for_reading_turn(N(config=config), None, []); open(sys.argv[1], 'w').close()",
          str(marker), second.settings()["book_reading_after"]],
         pass_fds=second.fds(), cwd=ROOT)

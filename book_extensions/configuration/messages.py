@@ -51,7 +51,7 @@ ENGLISH = {
     "provenance_col_version": "version",
     "provenance_col_page": "page",
     "provenance_col_date": "outputs produced",
-    "provenance_col_seconds": "execution (s)",
+    "provenance_col_seconds": "time (s)",
     "devices_no_record": "No CUDA run has been recorded yet (results/cuda.json): this page compares the devices once the GPU job has run.",
     "devices_no_cpu": "The CPU record (results/cpu.json) is missing: run `nox -s docs`.",
     "devices_runs": "CUDA run: {gpu}, torch {torch}, CUDA {cuda}, {date}. CPU run: torch {cpu_torch}, {cpu_date}.",

@@ -107,7 +107,7 @@ def fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             # Not searched: each page's title in it made the page a result of any query
             # that names a chapter, with "execution (s) 7.0 …" as its excerpt.
             table([say("provenance_col_page"), say("provenance_col_date"), say("provenance_col_seconds")], rows,
-                  classes=["no-search"]),
+                  classes=["no-search", "book-provenance-pages"]),
         ])
 
 

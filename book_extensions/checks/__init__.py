@@ -14,6 +14,8 @@
 - :mod:`.exercise_answers`: an exercise's declared answer, and whether the output of its cell
   supports exactly that choice (read without Sphinx: parity and the input checks use it);
 - :mod:`.leaked_paths`: no published file shows a build machine's folders;
+- :mod:`.clean_files`: the files those two scans of the site found clean, skipped by the next
+  build while unchanged;
 - :mod:`.doctest_options`: which doctest blocks relax the exact comparison (listed, not refused).
 
 Imports nothing.

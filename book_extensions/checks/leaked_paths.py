@@ -40,7 +40,8 @@ from urllib.parse import quote
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from ..paths import ROOT, write_atomically
+from ..paths import ROOT
+from .clean_files import known_clean
 
 logger = logging.getLogger(__name__)
 
@@ -298,15 +299,9 @@ def check_build(app: Sphinx) -> None:
     paths = machine_paths(app)
     # Files found clean by an earlier build are skipped while their bytes are the same, for
     # the same paths and rules (this module's digest): scanning every file took half a second.
-    record = Path(app.doctreedir) / "book-leaks-clean.json"
     rules = hashlib.sha256(Path(__file__).read_bytes() + json.dumps(paths).encode()).hexdigest()
-    try:
-        saved = json.loads(record.read_text(encoding="utf8"))
-        known_clean = saved["files"] if saved.get("rules") == rules and isinstance(saved["files"], dict) else {}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        known_clean = {}
-    found = leaks(outdir, paths, known_clean)
-    write_atomically(record, json.dumps({"rules": rules, "files": known_clean}))
+    with known_clean(Path(app.doctreedir) / "book-leaks-clean.json", rules) as clean:
+        found = leaks(outdir, paths, clean)
     for rel, kind, around in found:
         # A figure's file (_images/, where every html builder copies images) is named by a
         # digest: the pages that show it say which it is.

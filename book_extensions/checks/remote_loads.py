@@ -50,6 +50,8 @@ from xml.etree import ElementTree
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from .clean_files import known_clean
+
 logger = logging.getLogger(__name__)
 
 HTML, SVG, MATHML = "http://www.w3.org/1999/xhtml", "http://www.w3.org/2000/svg", "http://www.w3.org/1998/Math/MathML"
@@ -442,14 +444,8 @@ def check_build(app: Sphinx) -> None:
     # A verdict holds for the rules that gave it: the record names this module's digest, and
     # another version of the rules scans every file again.
     record = Path(app.doctreedir) / f"book-offline-clean-{own_host or 'relative'}.json"
-    rules = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    try:
-        saved = json.loads(record.read_text())
-        known_clean = saved["files"] if saved.get("rules") == rules and isinstance(saved["files"], dict) else {}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        known_clean = {}
-    problems = check_site(outdir, own_host, known_clean)
-    record.write_text(json.dumps({"rules": rules, "files": known_clean}))
+    with known_clean(record, hashlib.sha256(Path(__file__).read_bytes()).hexdigest()) as clean:
+        problems = check_site(outdir, own_host, clean)
     for rel, problem in problems:
         logger.warning(
             f"{outdir.name}/{rel} {problem}: the site loads nothing from another host, and works offline",

@@ -39,6 +39,7 @@ def problems(confdir: Path, docs: Path, sphinx_args=()) -> list[str]:
     from ..records import cell_records, release_list
 
     overrides = settings.override_pairs(sphinx_args)
+    given = dict(overrides)
     config = settings.read(confdir, overrides)
     found = release_list.problems(Path(confdir, config.book_releases_file),
                                   named(Path(confdir, config.book_releases_file)))
@@ -47,9 +48,9 @@ def problems(confdir: Path, docs: Path, sphinx_args=()) -> list[str]:
     # the pages then said no record exists. Only those given with -D: a book's own conf.py may
     # name a device page its pages lack (the test books do), or a folder not made yet (the
     # first `--record` makes it).
-    if "book_results_dir" in dict(overrides) and not results.is_dir():
+    if "book_results_dir" in given and not results.is_dir():
         found.append(f"book_results_dir: {named(results)} is not a folder (where the records of the outputs are)")
-    page = dict(overrides).get("book_device_page")
+    page = given.get("book_device_page")
     reference = config.book_languages[0].code if config.book_languages else ""
     if page and not (docs / reference / f"{page}.md").is_file():
         found.append(f"book_device_page: {page!r} is not a page of {named(docs / reference)}")

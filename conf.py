@@ -5,7 +5,6 @@ chosen by ``-D language=...``; ``book_extensions`` derives everything that depen
 on the language or the device. Build with ``nox -s docs`` (see README.md).
 """
 
-import doctest
 import sys
 from pathlib import Path
 
@@ -14,13 +13,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 extensions = [
     "myst_nb",
-    "sphinx.ext.doctest",
     "sphinx_copybutton",
     "book_extensions",
 ]
 
 # The copy button copies a cell's code, or a doctest's input lines without their
-# prompts, never an output. Sphinx writes a doctest as div.highlight-pycon (no div.doctest).
+# prompts, never an output. A doctest is shown as div.highlight-pycon.
 copybutton_selector = "div.cell_input div.highlight pre, div.highlight-pycon div.highlight pre"
 copybutton_prompt_text = r">>> |\.\.\. "
 copybutton_prompt_is_regexp = True
@@ -86,11 +84,6 @@ html_copy_source = False
 html_show_sourcelink = False
 # The book has no index entries: genindex.html would be an empty "Index" page.
 html_use_index = False
-
-# "Check yourself" blocks state exact output: Sphinx's default adds ELLIPSIS and
-# IGNORE_EXCEPTION_DETAIL, which pass a block expecting the wrong error message. A block
-# that needs one says so (`# doctest: +ELLIPSIS`), and the doctest build lists it.
-doctest_default_flags = doctest.DONT_ACCEPT_TRUE_FOR_1
 
 # nox -s linkcheck: a host that has not answered in 30 s, twice, counts as broken.
 linkcheck_timeout = 30

@@ -19,7 +19,8 @@ in it does one job (its docstring says which) and, if it is an extension, has it
   (each page as an executed notebook, to download or open in Colab),
   :mod:`~.execution.page_state` (what the extensions note about each page),
   :mod:`~.execution.changed_pages` (which pages to read again: by content, never by time) and
-  :mod:`~.execution.doctest_sandbox` (the "Check yourself" doctests run confined);
+  :mod:`~.execution.doctests` (the "Check yourself" doctests: run in a process of their own,
+  compared in Sphinx's);
 - :mod:`.kernel`: code that runs inside the pages' kernels, not in Sphinx (startup file,
   figures, the audit of what a page writes); pages import its figures by this name;
 - :mod:`.checks`: what the build refuses: :mod:`~.checks.page_sources` (what a page's source
@@ -81,7 +82,7 @@ def setup(app) -> dict:
     from .checks import page_sources, parity, prose, remote_loads, typography, unique_names
     from .configuration import languages, settings
     from .editions import offline_builders
-    from .execution import changed_pages, doctest_sandbox, page_execution, page_state
+    from .execution import changed_pages, doctests, page_execution, page_state
     from .records import release_changes
     from .site import asset_trimming, device_page, exercises, meta_and_footer, post_build, provenance_page, readable_layout, search
 
@@ -94,7 +95,7 @@ def setup(app) -> dict:
     for module in (settings, page_state, changed_pages, search, languages, readable_layout, page_execution,
                    offline_builders, page_sources, unique_names, remote_loads,
                    parity, prose, typography, asset_trimming, device_page, release_changes,
-                   exercises, meta_and_footer, provenance_page, post_build, doctest_sandbox):
+                   exercises, meta_and_footer, provenance_page, post_build, doctests):
         module.setup(app)
     # env_version: what the environment holds per page (execution.page_state); a change reads every page again.
     return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 7}

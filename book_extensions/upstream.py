@@ -337,10 +337,11 @@ DOCUMENTED_ENV = {"app", "config", "project", "srcdir", "doctreedir", "events", 
 # Class attributes that a subclass is documented to set: a transform's default_priority
 # (docutils), a post-transform's builders and formats (Sphinx's SphinxPostTransform), a
 # directive's arguments and options (docutils' Directive), a search language's lang,
-# stopwords and JavaScript code (Sphinx's SearchLanguage).
+# stopwords and JavaScript code (Sphinx's SearchLanguage), a builder's name, format and
+# epilog (Sphinx's Builder).
 DOCUMENTED_OVERRIDES = {"default_priority", "builders", "formats", "has_content", "required_arguments",
                         "optional_arguments", "final_argument_whitespace", "option_spec", "lang", "stopwords",
-                        "js_splitter_code", "js_stemmer_code"}
+                        "js_splitter_code", "js_stemmer_code", "name", "format", "epilog"}
 PACKAGE_NAME = __name__.partition(".")[0]
 
 

@@ -286,9 +286,11 @@ def test_a_doctest_build_between_two_html_builds_does_not_make_a_failure_pass(pa
     second = docs / "en" / "second.md"
     second.write_text(second.read_text(encoding="utf8") + "\nSee {ref}`no-such-label`.\n", encoding="utf8")
     assert build().returncode == 1
-    # The doctest builder reads the same pages (into doctrees of its own), but resolves no references.
+    # The doctest builder reads the same pages (into doctrees of its own), and resolves their
+    # references too.
     doctest = build_book(docs, docs.parent, "doctest", "--language", "en", cache=fixture_cache)
-    assert doctest.returncode == 0, doctest.output
+    assert doctest.returncode == 1, doctest.output
+    assert "second.md:12: WARNING: undefined label: 'no-such-label'" in doctest.output
     again = build()
     assert again.returncode == 1
     assert_reported(again.output, [("en/second.md:12", "undefined label: 'no-such-label'")])

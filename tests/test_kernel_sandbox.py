@@ -3,7 +3,6 @@ sources, not the execution cache, not the site, whatever the executor's comparis
 
 from __future__ import annotations
 
-import pickle
 import re
 import shutil
 import subprocess
@@ -104,45 +103,62 @@ def test_a_change_the_sandbox_lets_through_is_blamed_on_its_page_whatever_its_lo
 
 @pytest.mark.fixture
 @needs_landlock
-def test_a_doctest_cannot_write_the_sources_or_the_cache_nor_end_the_build_early(tmp_path):
+def test_a_doctest_cannot_write_the_build_nor_end_it_early_nor_forge_its_verdict(tmp_path):
     # Attack 6, cases 7, 8, 29: "Check yourself" examples ran in Sphinx's own process with the
     # build's rights: one rewrote a page, one forged a cached output and its digest (published
     # and recorded by the next html build), one ended the process with status 0 before the
-    # examples after it ran, and the build said "doctest ok".
+    # examples after it ran, and the build said "doctest ok". Attack 7, case 4: one planted a
+    # file in the doctrees, which the html build published. They run in a process of their own
+    # now (execution/doctests.py), which writes only its own folders.
     docs, cache, first = good_book_built(tmp_path)
     # The cache itself changes in this build (the page with the new block is read again, and
     # executed): a file of the doctest's own making stands for a forged record.
+    doctrees = first.out / "cpu" / "doctrees-doctest" / "en"
     targets = {"source": docs / "en" / "index.md", "site": first.site() / "en" / "index.html",
-               "cache": next(cache.rglob("global.db")).parent / "forged"}
-    before = {name: path.read_bytes() for name, path in targets.items() if path.exists()}
+               "cache": next(cache.rglob("global.db")).parent / "forged",
+               "html's doctrees": first.out / "cpu" / "doctrees" / "en" / "planted",
+               "its own doctrees": doctrees / "environment.pickle"}
     lines = ["```{doctest}", ">>> import pathlib"]
     for name, path in targets.items():
         lines += [f">>> target = pathlib.Path(bytes.fromhex({str(path).encode().hex()!r}).decode())",
                   ">>> try:", "...     _ = target.write_bytes(b'x')", "... except PermissionError:",
                   f"...     print({name!r}, 'refused')", f"{name} refused"]
-    # Attack 7, case 4: the doctrees the doctest process may write are its own, not the html
-    # build's, where a planted catalog was published by every later html build.
-    lines += [">>> import sys", ">>> doctrees = pathlib.Path(sys.argv[sys.argv.index('-d') + 1])",
-              ">>> _ = (doctrees / 'planted').write_text('x')"]
-    # It could as well leave an environment that runs code when loaded: the next doctest build
-    # reads afresh and never loads it (it would run before that build's examples are confined).
-    loaded = tmp_path / "loaded"
-    lines += [f">>> _ = (doctrees / 'environment.pickle').write_bytes(bytes.fromhex({pickle.dumps(Touch(str(loaded))).hex()!r}))"]
     block = "\n" + "\n".join(lines) + "\n```\n"
     append_to_second_page(docs, block)
     confined = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)
     assert confined.returncode == 0, confined.output
     assert confined.output.count("doctest ok") == 1  # the examples printed "refused", as they expect
-    assert {name: path.read_bytes() for name, path in targets.items() if path.exists()} == before
-    planted = [path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("planted")]
-    assert planted == ["_build/cpu/doctrees-doctest/en/planted"]
-    ended = "\n```{doctest}\n>>> import os\n>>> os._exit(0)\n>>> 1 + 1\n3\n```\n"
-    append_to_second_page(docs, ended)
+    assert [path for path in targets.values() if path.exists() and path.read_bytes() == b"x"] == []
+    assert not (first.out / "cpu" / "doctrees" / "en" / "planted").exists()
+    # Attack 7, cases 1 and 2: an example that writes the summary and ends its process, one that
+    # makes doctest's comparison (and Sphinx's runner, were it there) pass anything, and one that
+    # answers for the next example: each fails, and the examples after it do not pass for it.
+    forged = [">>> import os", ">>> print('Doctest summary'); os._exit(0)", ">>> 1 + 1", "3",
+              ">>> import doctest", ">>> doctest.OutputChecker.check_output = lambda *arguments: True",
+              ">>> 1 + 1", "3",
+              ">>> import json, sys", ">>> answer = {'id': '0', 'printed': '3\\n', 'exception': None}",
+              ">>> _ = os.write(int(sys.argv[-1]), (json.dumps(answer) + '\\n').encode())", ">>> 2 + 2", "3"]
+    append_to_second_page(docs, "\n```{doctest}\n" + "\n".join(forged[:4]) + "\n```\n")
+    append_to_second_page(docs, "\n```{doctest}\n" + "\n".join(forged[4:]) + "\n```\n")
     early = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)
-    assert not loaded.exists()
     assert early.returncode == 1, early.output
-    assert ("error: [en] the doctests ended before their summary: an example stopped the build's process"
-            in early.output.splitlines()), early.output
+    failed = re.findall(r"second\.md:(\d+): WARNING: a doctest failed:\nFailed example:\n    (.*)\n(.*)", early.output)
+    assert [(source, why.removesuffix(" [book.doctest]")) for _, source, why in failed] == [
+        ("print('Doctest summary'); os._exit(0)",
+         "the example ended the examples' process (exit status 0); the page's examples after it did not run")], \
+        early.output
+    # With the first of them gone, the other two fail each.
+    second = (docs / "en" / "second.md").read_text(encoding="utf8")
+    (docs / "en" / "second.md").write_text(second.replace(">>> print('Doctest summary'); os._exit(0)\n", ""),
+                                           encoding="utf8")
+    forging = build_book(docs, tmp_path, "doctest", "--language", "en", cache=cache)
+    assert forging.returncode == 1, forging.output
+    failed = re.findall(r"WARNING: a doctest failed:\nFailed example:\n    (.*)\n(.*)", forging.output)
+    assert [(source, why.removesuffix(" [book.doctest]")) for source, why in failed] == [
+        ("1 + 1", "Expected:"), ("1 + 1", "Expected:"),
+        ("_ = os.write(int(sys.argv[-1]), (json.dumps(answer) + '\\n').encode())",
+         "the examples' process answered something else than this example's outcome; the page's "
+         "examples after it did not run")], forging.output
 
 
 @pytest.mark.fixture
@@ -155,16 +171,6 @@ def test_a_cell_cannot_signal_the_sphinx_that_runs_it(build_fixture):
                      r"permitted; a page's kernel may write only in its working folder and its temporary files, "
                      r"and signal only the processes it started", build.output), build.output
     assert "Sphinx ended while" not in build.output
-
-
-class Touch:
-    """Pickled, it makes a file when loaded."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __reduce__(self):
-        return (open, (self.path, "w"))
 
 
 def good_book_built(tmp_path):

@@ -19,7 +19,8 @@ from pathlib import Path
 from ..myst_source import fence_at, lines
 from ..paths import shown
 
-# The directives of sphinx.ext.doctest whose content is compared with what the code prints.
+# The directives whose content is compared with what the code prints: the book's doctest
+# (execution/doctests.py), and sphinx.ext.doctest's testoutput, which a page may not use.
 COMPARED = ("doctest", "testoutput")
 # doctest's own pattern for a directive comment on an example's source line.
 DIRECTIVE = re.compile(r"#\s*doctest:\s*([^\n'\"]*)$")

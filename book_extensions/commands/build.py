@@ -126,13 +126,12 @@ def output_dir(out: Path, device: str, builder: str, code: str) -> Path:
 
 
 def doctrees_dir(out: Path, device: str, builder: str, code: str) -> Path:
-    """Where Sphinx keeps what it read of one language: the doctest builder has its own. Its
-    examples run in Sphinx's process, which may write its doctrees (the environment is saved
-    after they are confined): in the html build's, one planted a catalog that every later html
-    build published (attack 7, case 4). The other builders share the html build's, which they
-    read from and which no code of a page's reaches (kernels run sandboxed). It notes nothing
-    there, so that every doctest build reads afresh (-E): an environment its examples could have
-    rewritten is never loaded, before they are confined, by the next one."""
+    """Where Sphinx keeps what it read of one language: the doctest builder has its own, where
+    its examples' process keeps its folder (execution/doctests.py), and which it reads afresh
+    every time (-E, no note). The other builders share the html build's, which they read from
+    and which no code of a page's reaches (kernels and examples run sandboxed). When examples
+    ran in Sphinx's process, one planted a catalog in the html build's that every later html
+    build published (attack 7, case 4)."""
     return out / device / ("doctrees-doctest" if builder == "doctest" else "doctrees") / code
 
 
@@ -560,7 +559,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
 
 
 def unfinished_doctests(outdir: Path) -> str | None:
-    """Why a doctest build that exited 0 did not finish, or None: sphinx.ext.doctest writes its
+    """Why a doctest build that exited 0 did not finish, or None: the doctest builder writes its
     summary last in output.txt, and an example that ended the process early left none
     (attack 6, case 29: os._exit(0) in a block, and the examples after it never ran)."""
     try:

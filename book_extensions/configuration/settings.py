@@ -98,8 +98,6 @@ def cache_mode(value: str) -> str | None:
 
 # doctest's option flags that let an example pass with other output than it shows.
 RELAXING_DOCTEST_FLAGS = ("ELLIPSIS", "IGNORE_EXCEPTION_DETAIL", "NORMALIZE_WHITESPACE", "SKIP")
-# sphinx.ext.doctest's default: two of them on, for every block.
-SPHINX_DOCTEST_FLAGS = doctest.DONT_ACCEPT_TRUE_FOR_1 | doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
 
 
 def exact_doctests(value: int) -> str | None:
@@ -219,9 +217,9 @@ class BookConfig:
     nb_execution_timeout: int = setting(30, types=int, check=positive, registered_by="myst_nb")
     nb_remove_code_outputs: bool = setting(False, types=bool, check=outputs_shown, registered_by="myst_nb")
     nb_output_stderr: str = setting("show", types=str, check=stderr_shown, registered_by="myst_nb")
-    # Sphinx's default relaxes every doctest (read() checks it where conf.py leaves it out).
-    doctest_default_flags: int = setting(SPHINX_DOCTEST_FLAGS, types=int, check=exact_doctests,
-                                         registered_by="sphinx.ext.doctest")
+    # The doctest builder's flags for every example (execution/doctests.py): exact, as "Check
+    # yourself" states the exact message (Sphinx's own doctest builder relaxed every example).
+    doctest_default_flags: int = setting(doctest.DONT_ACCEPT_TRUE_FOR_1, types=int, check=exact_doctests)
 
 
 TYPE_NAMES = {str: "a string", int: "a whole number", list: "a list", bool: "True or False"}
@@ -341,9 +339,6 @@ def read_resolved(confdir: Path, overrides: tuple[tuple[str, str], ...]) -> Book
         namespace = eval_config_file(path, Tags())
     except ConfigError as error:
         raise BookConfigError([f"{shown(path, Path.cwd())}: {str(error).strip().splitlines()[-1]}"]) from None
-    if "sphinx.ext.doctest" in namespace.get("extensions", ()):
-        # Sphinx's default then applies, and relaxes every doctest: checked like a value conf.py sets.
-        namespace.setdefault("doctest_default_flags", SPHINX_DOCTEST_FLAGS)
     types = {f.name: f.metadata["types"] for f in fields(BookConfig)}
     given = dict(overrides)
     for name, value in given.items():

@@ -18,8 +18,8 @@
 - :mod:`.notebook_downloads`: each page as an executed notebook, to download or open in Colab;
 - :mod:`.page_state`: what the extensions note about each page, in one environment collector;
 - :mod:`.changed_pages`: which pages to read again, by content rather than by time;
-- :mod:`.doctest_sandbox`: the "Check yourself" doctests, which run in Sphinx's own process,
-  confined once the pages are read, as the kernels are.
+- :mod:`.doctests`: the "Check yourself" doctests: the directive, and the builder that runs
+  their examples in a process of their own, confined as the kernels are, and compares them.
 
 The code that runs inside the kernels is :mod:`book_extensions.kernel`. Imports nothing.
 """

@@ -109,11 +109,6 @@ def configure_execution(app: Sphinx, config: Config) -> None:
     runner.install_client()  # once per process: myst-nb's client for each page is the runner's of its build
     # Prose names the torch that built the page as {{ torch_version }}, never as a literal.
     config.myst_substitutions = {**config.myst_substitutions, "torch_version": torch_version()}
-    if device != "cpu":
-        config.doctest_global_setup = (
-            f"import torch\ntorch.set_default_device({device!r})\n"
-            + (config.doctest_global_setup or "")
-        )
 
 
 KERNEL_PACKAGE_FOLDER = "book-kernel-package"  # beside a build's doctrees

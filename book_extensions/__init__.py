@@ -98,4 +98,4 @@ def setup(app) -> dict:
                    exercises, meta_and_footer, provenance_page, post_build, doctests):
         module.setup(app)
     # env_version: what the environment holds per page (execution.page_state); a change reads every page again.
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 7}
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 8}

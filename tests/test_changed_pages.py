@@ -69,7 +69,7 @@ def test_a_computed_page_is_written_again_only_when_what_it_fills_in_changed(mon
     env = SimpleNamespace()
     html, epub = (SimpleNamespace(builder=SimpleNamespace(name=name)) for name in ("html", "epub"))
     shown = {"rows": [1]}
-    monkeypatch.setitem(page_state.SHOWN, "a-directive", lambda app, env: shown["rows"])
+    monkeypatch.setitem(page_state.WRITE_INPUTS, "a-directive", lambda app, env: shown["rows"])
     page_state.of(env, "computed").computed.add("a-directive")
     page_state.of(env, "other").computed.add("a-directive-without-inputs")
     page_state.of(env, "plain")

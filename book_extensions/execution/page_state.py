@@ -46,7 +46,7 @@ class PageState:
     exercises: list[dict] = field(default_factory=list)  # its exercises, checked (site/exercises.py), in order
     names: set[tuple[str, str, str]] = field(default_factory=set)  # what it defines: (domain, type, name) (checks/unique_names)
     shown_elsewhere: str | None = None  # what other pages show of it: titles, captions, contents, names (changed_pages)
-    shown: dict[str, str] = field(default_factory=dict)  # computed pages: per builder, the digest of what it wrote (shows)
+    written_with: dict[str, str] = field(default_factory=dict)  # computed pages: per builder, the digest of their write inputs
     # What the page was read from (changed_pages): the digest of the text Sphinx parsed, and
     # of each file it depends on as it was before that build read it.
     source: str | None = None
@@ -98,12 +98,12 @@ def write_pages_code(app: Sphinx) -> None:
 
 # For each computed directive, what it fills in when its page is written (besides titles), as
 # plain data: its page is written again when that changed (rewrite_computed_pages).
-SHOWN: dict[str, Callable[[Sphinx, BuildEnvironment], object]] = {}
+WRITE_INPUTS: dict[str, Callable[[Sphinx, BuildEnvironment], object]] = {}
 
 
-def shows(directive: str, inputs: Callable[[Sphinx, BuildEnvironment], object]) -> None:
+def declare_write_inputs(directive: str, inputs: Callable[[Sphinx, BuildEnvironment], object]) -> None:
     """Declare what the pages holding ``directive`` fill in as they are written."""
-    SHOWN[directive] = inputs
+    WRITE_INPUTS[directive] = inputs
 
 
 def rewrite_computed_pages(app: Sphinx, env: BuildEnvironment) -> list[str]:
@@ -117,11 +117,11 @@ def rewrite_computed_pages(app: Sphinx, env: BuildEnvironment) -> list[str]:
     for docname, state in sorted(every(env).items()):
         if not state.computed:
             continue
-        inputs = [[directive, SHOWN[directive](app, env) if directive in SHOWN else None]
+        inputs = [[directive, WRITE_INPUTS[directive](app, env) if directive in WRITE_INPUTS else None]
                   for directive in sorted(state.computed)]
         digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
-        if digest != state.shown.get(app.builder.name):
-            state.shown[app.builder.name] = digest
+        if digest != state.written_with.get(app.builder.name):
+            state.written_with[app.builder.name] = digest
             again.append(docname)
     return again
 

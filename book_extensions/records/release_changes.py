@@ -409,7 +409,7 @@ def resolve_cell_references(app: Sphinx, doctree: nodes.document, docname: str) 
 
 
 def cell_sections(app: Sphinx, env) -> object:
-    """The sections of every page's cells, which the page names (page_state.shows)."""
+    """The sections of every page's cells, which the page names (page_state.declare_write_inputs)."""
     return {page: {str(cell): title for cell, title in state.cell_sections.items()}
             for page, state in page_state.every(env).items()}
 
@@ -435,5 +435,5 @@ def setup(app: Sphinx) -> None:
     app.add_node(changed_words, html=(_html_changed, _end_changed),
                  **{builder: (_nothing, _nothing) for builder in others})
     app.connect("doctree-resolved", resolve_cell_references)
-    page_state.shows("torch-releases", cell_sections)
+    page_state.declare_write_inputs("torch-releases", cell_sections)
     app.connect("env-get-outdated", records_changed)

@@ -50,7 +50,7 @@ class DeviceComparison(SphinxDirective):
         for path in sorted(results.glob("*.json")):
             self.env.note_dependency(str(path))
         page_state.note_every_page_code(self.env)
-        # Computed here, as the page is read: nothing to declare to page_state.shows.
+        # Computed here, as the page is read: nothing to declare to page_state.declare_write_inputs.
         page_state.of(self.env).computed.add("device-comparison")
         cuda = load(results / "cuda.json")
         cpu = cpu_record_for(results, cuda)

@@ -451,7 +451,7 @@ def misconception_section(app: Sphinx, docname: str, ident: str, belief: str, fo
 
 
 def index_inputs(app: Sphinx, env) -> object:
-    """What the index of exercises is filled with, beside titles (page_state.shows)."""
+    """What the index of exercises is filled with, beside titles (page_state.declare_write_inputs)."""
     from .provenance_page import reading_order
 
     found = [[page, [[entry["id"], entry["misconception"], entry["number"], [str(node) for node in entry["question"]]]
@@ -512,4 +512,4 @@ def setup(app: Sphinx) -> None:
     app.connect("doctree-read", unattached, priority=600)  # after page_execution's handler
     app.connect("env-check-consistency", unique_ids)
     app.connect("doctree-resolved", fill_index)
-    page_state.shows("exercise-index", index_inputs)
+    page_state.declare_write_inputs("exercise-index", index_inputs)

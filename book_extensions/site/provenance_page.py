@@ -4,7 +4,7 @@ The ``{build-provenance}`` directive leaves a placeholder that is filled when th
 page is written, after every page has been read: the versions of torch and Python
 the pages' kernel ran (:func:`..execution.cache_key.check_kernel`), of the toolchain, the
 device, the build date, and per page when its outputs were produced and how long executing
-it took. It is written again when one of those changed (:func:`shown_inputs`): a page
+it took. It is written again when one of those changed (:func:`write_inputs`): a page
 executed, a package upgraded, another day. Not whether the last build executed a page or
 took it from the cache: that changed with every build that read a page, so that a prose
 edit wrote this page too, and the outputs' date says it.
@@ -89,7 +89,7 @@ def today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
 
 
-def shown_inputs(app: Sphinx, env) -> object:
+def write_inputs(app: Sphinx, env) -> object:
     return [versions(), device_name(app.config.book_device), today(), page_rows(env)]
 
 
@@ -115,4 +115,4 @@ def setup(app: Sphinx) -> None:
     app.add_node(provenance_placeholder)
     app.add_directive("build-provenance", BuildProvenance)
     app.connect("doctree-resolved", fill)
-    page_state.shows("build-provenance", shown_inputs)
+    page_state.declare_write_inputs("build-provenance", write_inputs)

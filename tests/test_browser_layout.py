@@ -380,6 +380,17 @@ def test_the_previous_and_next_page_links_stay_on_the_screen(browser, site, book
 
 @SWEPT
 @pytest.mark.parametrize("language", LANGUAGES)
+def test_inline_code_that_wraps_is_a_closed_box_on_each_line(browser, site, book, language):
+    """Issue 33: on a phone the error atlas's quoted messages wrap, and their box was cut open at
+    each line's end and the next line's start (its border and corners only at the very ends)."""
+    wrapped = [(name, code) for name, page in survey(browser, site, book.site(), language, 375).items()
+               for code in page["wrappedCode"]]
+    assert len(wrapped) > 10  # the check saw wrapped code
+    assert [(name, code["text"]) for name, code in wrapped if not code["closed"]] == []
+
+
+@SWEPT
+@pytest.mark.parametrize("language", LANGUAGES)
 def test_copy_buttons_cover_no_code_on_a_phone(browser, site, book, language):
     """At 375 px a code box's copy button is shown (a touch screen has no hover) and
     covers none of its code: no box of the code's text meets the button's."""

@@ -342,6 +342,8 @@ DOCUMENTED_ENV = {"app", "config", "project", "srcdir", "doctreedir", "events", 
 DOCUMENTED_OVERRIDES = {"default_priority", "builders", "formats", "has_content", "required_arguments",
                         "optional_arguments", "final_argument_whitespace", "option_spec", "lang", "stopwords",
                         "js_splitter_code", "js_stemmer_code", "name", "format", "epilog"}
+# The standard library's documented names that start with an underscore.
+DOCUMENTED_UNDERSCORED = {"os._exit"}
 PACKAGE_NAME = __name__.partition(".")[0]
 
 
@@ -436,7 +438,8 @@ def leans_in(path: Path, source: str, shown_as: str) -> list[Lean]:
     def check(node: ast.AST, env_names: set[str]) -> None:
         # Another project's private attribute (self and cls are the book's own classes).
         if isinstance(node, ast.Attribute) and private(node.attr) and not (
-                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                isinstance(node.value, ast.Name) and (node.value.id in ("self", "cls")
+                                                      or f"{node.value.id}.{node.attr}" in DOCUMENTED_UNDERSCORED)):
             add(node, "another project's private attribute", node.attr)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr") \
                 and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):

@@ -123,12 +123,14 @@ def test_a_doctest_compares_exception_messages_exactly_and_its_relaxations_are_l
     assert "        ...\n    RuntimeError: this message is completely wrong\nGot:" in build.output
     assert "        ...\n    RuntimeError: element 0 of tensors ...\nGot:" in build.output  # no ELLIPSIS asked
     assert re.findall(r"index\.md:(\d+): WARNING: a doctest failed", build.output) == ["17", "27"]
+    assert re.findall(r"index\.md:(\d+): WARNING: (a >>> block that is not a \{doctest\} block[^[]*)", build.output) == [
+        ("52", "a >>> block that is not a {doctest} block: nothing checks it; write it as a {doctest} block ")]
     # The doctests' output names each failure as the GPU job's comparison reads it.
     from book_extensions.commands.gpu_checks import findings
 
     output = (build.out / "cpu" / "doctest" / "en" / "output.txt").read_text(encoding="utf8")
     assert findings("", output) == ["index.md: doctest failed: torch.ones(1).sum().backward()"]
-    assert output.count("Failed example:") == 2 and output.endswith("    7 tests in 1 pages\n    2 failures\n")
+    assert output.count("Failed example:") == 2 and output.endswith("    7 tests in 1 pages\n    3 failures\n")
     (listed,) = [line for line in build.output.splitlines() if "relaxes" in line]
     assert listed == (f"[en] {FIXTURES.relative_to(ROOT).as_posix()}/doctest_exact/docs/en/index.md:35: "
                       "a doctest block relaxes the exact comparison: +ELLIPSIS (1 example)")

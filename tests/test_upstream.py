@@ -99,6 +99,7 @@ def test_an_unlisted_lean_of_each_kind_is_found():
         (47, "an undocumented attribute of Sphinx's environment", "client"),
         (47, "another project's private attribute", "_titles"),
         (52, "an undocumented attribute of Sphinx's environment", "domains"),
+        (57, "another project's private attribute", "_getframe"),
     }
     [one] = upstream.unlisted_leans([LEANS], workarounds=[])[:1]
     assert str(one).endswith("leans.py:9: another project's private module or name (_pathlib), "
@@ -109,7 +110,7 @@ INTERNALS = ("sphinx.util._pathlib:_StrPath", "myst_nb.sphinx_ext:create_mystnb_
              "myst_parser.sphinx_ext:myst_config", "sphinx.environment:BuildEnvironment.toctree_includes",
              "myst_nb.sphinx_:create_client", "sphinx.search:IndexBuilder.feed", "sys:modules",
              "sphinx.search:SearchLanguage.language_name", "jupyter_cache.cache.main:JupyterCacheBase.db",
-             "sphinx.environment:BuildEnvironment.domains")
+             "sphinx.environment:BuildEnvironment.domains", "sys:_getframe")
 
 
 def test_a_lean_an_entry_names_is_listed():

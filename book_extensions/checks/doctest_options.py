@@ -3,8 +3,9 @@
 conf.py's ``doctest_default_flags`` compares every example exactly, exception messages
 included (Sphinx's own default ignores an exception's message and takes ``...`` as "anything").
 A block may still relax one example (``# doctest: +ELLIPSIS``) or the whole block
-(``:options: +ELLIPSIS``, ``:skipif:``, ``:pyversion:``); Sphinx trims those marks from the
-page, so the reader cannot see them. The doctest build lists every such block before it runs
+(``:options: +ELLIPSIS``; ``:skipif:`` and ``:pyversion:``, sphinx.ext.doctest's, are listed too,
+though the book's directive refuses them); Sphinx trims those marks from the page, so the
+reader cannot see them. The doctest build lists every such block before it runs
 (:func:`relaxations`, called by :mod:`..commands.build`).
 
 Standard library only: the build driver reads it before Sphinx starts.

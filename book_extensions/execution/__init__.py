@@ -19,7 +19,9 @@
 - :mod:`.page_state`: what the extensions note about each page, in one environment collector;
 - :mod:`.changed_pages`: which pages to read again, by content rather than by time;
 - :mod:`.doctests`: the "Check yourself" doctests: the directive, and the builder that runs
-  their examples in a process of their own, confined as the kernels are, and compares them.
+  their examples in a process per page, confined as the kernels are, and compares them;
+- :mod:`.doctest_examples`: what runs those examples, a process per page, forked from one that
+  runs none (its text is run, so that no kernel can import it).
 
 The code that runs inside the kernels is :mod:`book_extensions.kernel`. Imports nothing.
 """

@@ -5,8 +5,6 @@
 - :mod:`.figures`: the computational-graph figures that pages draw;
 - :mod:`.writes`: notes the files a page writes in the book's repository (an audit hook),
   so that the build blames the page that wrote them;
-- :mod:`.doctest_examples`: runs the "Check yourself" doctests' examples, in a process of
-  their own started like a kernel; the doctest builder compares what they print;
 - :mod:`.sandbox`: starts the kernel able to write only in the page's own folders (Linux
   Landlock), so that a cell cannot change the sources, the execution cache or the site.
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -59,7 +58,7 @@ def tier_of(item) -> str:
     used = set(item.fixturenames)
     if "book" in used:
         return "browser"
-    if used & {"build_fixture", "fixture_cache", "run_example", "sphinx_book"}:
+    if used & {"build_fixture", "fixture_cache", "sphinx_book"}:
         return "fixture"
     return "unit"
 
@@ -137,25 +136,31 @@ def pytest_runtest_teardown(item):
 
 
 @pytest.fixture(scope="session")
-def run_example(tmp_path_factory):
-    """Each program of examples/ run once per test run, however many tests read its output and
-    on whichever pytest-xdist worker: the first to ask runs it and stores the result in the
-    run's folder, the others wait for it (the multi-process programs take 10-20 s each)."""
-    shared = shared_folder(tmp_path_factory) / "examples"
-    shared.mkdir(exist_ok=True)
+def example_output(book):
+    """What a program of examples/ printed where the real book's page runs it: every program is
+    a code cell of a page in its language (``{code-cell}`` with ``load:``, checked by
+    test_examples.py), which each build executes, so the tests read its output from the site's
+    executed notebooks rather than run the program again (the multi-process ones take 10-20 s
+    each). ``name``: the program's path under examples/ ("ddp_frozen.py", "zh/ddp_frozen.py")."""
+    cells = {}
+    for notebook in book.site().glob("*/_notebooks/*.ipynb"):
+        for cell in json.loads(notebook.read_text(encoding="utf8"))["cells"]:
+            if cell["cell_type"] == "code":
+                cells["".join(cell["source"])] = cell["outputs"]
 
-    def run(name: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, str(ROOT / "examples" / name)]
-        stored = shared / f"{name}.json"
-        with FileLock(shared / f"{name}.lock"):
-            if not stored.exists():
-                result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-                staged = stored.with_suffix(".staged")
-                staged.write_text(json.dumps([result.returncode, result.stdout, result.stderr]), encoding="utf8")
-                staged.replace(stored)  # whole or absent, should this worker be stopped meanwhile
-        returncode, stdout, stderr = json.loads(stored.read_text(encoding="utf8"))
-        return subprocess.CompletedProcess(command, returncode, stdout, stderr)
-    return run
+    def output(name: str) -> subprocess.CompletedProcess:
+        outputs = cells.get((ROOT / "examples" / name).read_text(encoding="utf8"))
+        assert outputs is not None, f"no page of the book runs examples/{name}"
+        # What it prints, and the plain text of what it displays (four_cuts.py's table: printed
+        # when run on its own, displayed in a notebook), in order.
+        stdout = "".join("".join(o["text"]) if o["output_type"] == "stream" else "".join(o["data"]["text/plain"]) + "\n"
+                         for o in outputs if (o["output_type"] == "stream" and o["name"] == "stdout")
+                         or o["output_type"] in ("display_data", "execute_result"))
+        error = [o for o in outputs if o["output_type"] == "error"]
+        stderr = "".join("".join(o["text"]) for o in outputs if o["output_type"] == "stream" and o["name"] == "stderr")
+        stderr += "".join(f"{o['ename']}: {o['evalue']}\n" for o in error)
+        return subprocess.CompletedProcess(["examples/" + name], 1 if error else 0, stdout, stderr)
+    return output
 
 
 @pytest.fixture

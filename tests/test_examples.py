@@ -1,14 +1,44 @@
-"""The programs in examples/ run and say what the book says they say."""
+"""The programs in examples/ run and say what the book says they say.
 
+Each is a code cell of a page in its language (``load:``), so every build runs each one: the
+tests read what it printed there, from the real book's executed notebooks (conftest.py's
+example_output). Run as programs on their own, as a reader who downloads one does, they are
+the scheduled tier's (the multi-process ones take 10-20 s each).
+"""
+
+import re
 import runpy
+import subprocess
+import sys
 
 import pytest
-from books import EXAMPLES
+from books import EXAMPLES, ROOT
+
+PROGRAMS = sorted(path.relative_to(EXAMPLES).as_posix() for path in EXAMPLES.rglob("*.py"))
 
 
-@pytest.mark.parametrize("program", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)
-def test_every_example_runs_as_a_program(program, run_example):
-    result = run_example(program.name)
+@pytest.mark.unit
+def test_every_example_is_run_by_a_page_of_its_language():
+    loaded = {}
+    for page in (ROOT / "docs").glob("*/*.md"):
+        for name in re.findall(r"^:?load: \.\./\.\./examples/(\S+\.py)$", page.read_text(encoding="utf8"), re.M):
+            loaded.setdefault(name, set()).add(page.parent.name)
+    assert {name: loaded.get(name) for name in PROGRAMS} == \
+        {name: {"zh" if name.startswith("zh/") else "en"} for name in PROGRAMS}
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_every_example_prints_its_report_where_its_page_runs_it(program, example_output):
+    result = example_output(program)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+
+
+@pytest.mark.scheduled
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_every_example_runs_as_a_program_on_its_own(program):
+    result = subprocess.run([sys.executable, str(EXAMPLES / program)], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
 
@@ -26,10 +56,10 @@ def test_four_cuts():
     assert rows[".clone()"]["backward"].endswith("(right)")
 
 
-def test_four_cuts_prints_one_markdown_table_row_per_tool(run_example):
+def test_four_cuts_prints_one_markdown_table_row_per_tool(example_output):
     # The book renders this text as a table (myst-nb, gfm): a stray "|" in a message, or a
     # row of another width, would break it.
-    result = run_example("four_cuts.py")
+    result = example_output("four_cuts.py")
     header, rule, *rows = result.stdout.strip().splitlines()
     assert header.startswith("| tool | backward |") and rule == "|---" * 6 + "|"
     assert [row.split(" | ")[0] for row in rows] == ["| `.data`", "| `.detach()`", "| `.detach_()`", "| `.clone()`"]
@@ -50,12 +80,12 @@ def test_four_cuts_shows_a_table_in_jupyter():
     assert shown[0]["text/plain"] == shown[0]["text/markdown"]  # what records compare
 
 
-def setups_of(run_example, program: str) -> tuple[str, dict[str, list[str]]]:
+def setups_of(example_output, program: str) -> tuple[str, dict[str, list[str]]]:
     """Run a multi-process example; its report and, per setup (an unindented line), its lines.
 
     The report must hold nothing that changes from run to run: no ports, process ids or paths.
     """
-    result = run_example(program)
+    result = example_output(program)
     assert result.returncode == 0, result.stderr
     report = result.stdout
     assert "127.0.0.1" not in report and "/" not in report
@@ -68,8 +98,8 @@ def setups_of(run_example, program: str) -> tuple[str, dict[str, list[str]]]:
     return report, setups
 
 
-def test_ddp_frozen_reports_what_the_book_says(run_example):
-    _, setups = setups_of(run_example, "ddp_frozen.py")
+def test_ddp_frozen_reports_what_the_book_says(example_output):
+    _, setups = setups_of(example_output, "ddp_frozen.py")
     assert list(setups) == ["frozen before wrapping", "frozen after wrapping",
                             "frozen after wrapping, find_unused_parameters=True", "unfrozen after wrapping",
                             "re-wrapped after unfreezing", "heads in turn",
@@ -101,8 +131,8 @@ def test_ddp_frozen_reports_what_the_book_says(run_example):
                                                          reduced + "10 30 30", same + "body True, heads True"]
 
 
-def test_ddp_no_sync_reports_what_the_book_says(run_example):
-    _, setups = setups_of(run_example, "ddp_no_sync.py")
+def test_ddp_no_sync_reports_what_the_book_says(example_output):
+    _, setups = setups_of(example_output, "ddp_no_sync.py")
     reduced = "all-reduces per micro-batch: "
     same, first, one = "same weights on both ranks: ", "allclose to without no_sync: ", "allclose to one process: "
     assert setups == {
@@ -117,8 +147,8 @@ def test_ddp_no_sync_reports_what_the_book_says(run_example):
     }
 
 
-def test_fsdp_no_sync_reports_what_the_book_says(run_example):
-    report, setups = setups_of(run_example, "fsdp_no_sync.py")
+def test_fsdp_no_sync_reports_what_the_book_says(example_output):
+    report, setups = setups_of(example_output, "fsdp_no_sync.py")
     assert report.startswith("numbers in the model: 49\n")
     del setups["numbers in the model: 49"]
     reduced, held = "reduce-scatters per micro-batch: ", "gradient numbers held after micro-batch 1: "
@@ -155,8 +185,8 @@ def test_fsdp_no_sync_reports_what_the_book_says(run_example):
     }
 
 
-def test_fsdp_frozen_reports_what_the_book_says(run_example):
-    _, setups = setups_of(run_example, "fsdp_frozen.py")
+def test_fsdp_frozen_reports_what_the_book_says(example_output):
+    _, setups = setups_of(example_output, "fsdp_frozen.py")
     assert list(setups) == ["FSDP2, body sharded apart", "FSDP2, one unit",
                             "FSDP2, optimizer built before fully_shard", "FSDP1, one unit",
                             "FSDP1, one unit, use_orig_params=True", "FSDP1, body wrapped apart",
@@ -209,8 +239,8 @@ def test_fsdp_frozen_reports_what_the_book_says(run_example):
     assert lines[-2:] == end
 
 
-def test_fsdp_resume_reports_what_the_book_says(run_example):
-    _, setups = setups_of(run_example, "fsdp_resume.py")
+def test_fsdp_resume_reports_what_the_book_says(example_output):
+    _, setups = setups_of(example_output, "fsdp_resume.py")
     # DCP's optimizer state dict is keyed by name and holds no entry for a frozen parameter;
     # the plain one is positional
     assert setups["saved after 3 steps, body frozen"] == [
@@ -241,8 +271,8 @@ def test_fsdp_resume_reports_what_the_book_says(run_example):
         "as uninterrupted: True"]
 
 
-def test_fsdp_trainable_only_reports_what_the_book_says(run_example):
-    _, setups = setups_of(run_example, "fsdp_trainable_only.py")
+def test_fsdp_trainable_only_reports_what_the_book_says(example_output):
+    _, setups = setups_of(example_output, "fsdp_trainable_only.py")
     saved = setups["saved after 3 steps, body frozen"]
     body = "body.0.weight, body.0.bias, body.2.weight, body.2.bias"
     # ignore_frozen_params drops the frozen body from the model's state dict; the optimizer's
@@ -270,8 +300,8 @@ def test_fsdp_trainable_only_reports_what_the_book_says(run_example):
     assert setups["load all keys, allow_partial_load=True"] == ["missing keys: none", *loaded]
 
 
-def test_fsdp_checkpoint_wrapper_reports_what_the_book_says(run_example):
-    _, setups = setups_of(run_example, "fsdp_checkpoint_wrapper.py")
+def test_fsdp_checkpoint_wrapper_reports_what_the_book_says(example_output):
+    _, setups = setups_of(example_output, "fsdp_checkpoint_wrapper.py")
     plain = "first: layers.0.lin.weight"
     wrapped = "first: layers.0._checkpoint_wrapped_module.lin.weight"
     same = ["keys of get_model_state_dict() changed: False", "gradients as with shard only: True"]
@@ -294,8 +324,8 @@ def test_fsdp_checkpoint_wrapper_reports_what_the_book_says(run_example):
     }
 
 
-def test_fsdp_param_groups_reports_what_the_book_says(run_example):
-    report, setups = setups_of(run_example, "fsdp_param_groups.py")
+def test_fsdp_param_groups_reports_what_the_book_says(example_output):
+    report, setups = setups_of(example_output, "fsdp_param_groups.py")
     assert report.startswith("one process: parameters 6, ndim [2, 1, 1, 1, 2, 1]\n")
     flat = "after wrapping: parameters 1, ndim [1]; the same objects: False"
     orig = "after wrapping: parameters 6, ndim [1, 1, 1, 1, 1, 1]; the same objects: True"
@@ -322,8 +352,8 @@ def test_fsdp_param_groups_reports_what_the_book_says(run_example):
     }
 
 
-def test_fsdp_clip_reports_what_the_book_says(run_example):
-    report, setups = setups_of(run_example, "fsdp_clip.py")
+def test_fsdp_clip_reports_what_the_book_says(example_output):
+    report, setups = setups_of(example_output, "fsdp_clip.py")
     first = report.splitlines()[0]
     assert first == "one process, unsharded: total norm 0.1701; max_norm 0.1 scales the gradients by 0.5880"
     frozen = "frozen parameters without a grad on both ranks: True"
@@ -344,8 +374,8 @@ def test_fsdp_clip_reports_what_the_book_says(run_example):
     }
 
 
-def test_fsdp_mixed_precision_reports_what_the_book_says(run_example):
-    _, setups = setups_of(run_example, "fsdp_mixed_precision.py")
+def test_fsdp_mixed_precision_reports_what_the_book_says(example_output):
+    _, setups = setups_of(example_output, "fsdp_mixed_precision.py")
     head = "head: input bfloat16, weights bfloat16; shards float32; grad float32 on both ranks"
     # computed in bfloat16, shards kept as stored, the frozen body without a gradient
     assert setups["param_dtype=bfloat16, reduce_dtype=float32, body a unit of its own"] == [

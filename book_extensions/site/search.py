@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import threading
 import tomllib
@@ -109,6 +110,7 @@ def warm_up_segmenter(app: Sphinx) -> None:
     def load() -> None:
         import jieba
 
+        jieba.setLogLevel(logging.WARNING)  # its progress lines would break a quiet build's output
         jieba.initialize()
 
     threading.Thread(target=load, daemon=True).start()

@@ -46,7 +46,7 @@
     "i", "me", "my", "we", "you", "your", "can", "could", "would", "need", "must", "whether",
     "where", "anyone", "someone", "please", "possible", "help", "solve", "problem", "issue",
     "doesn", "don", "isn", "didn",
-    "怎么", "怎样", "如何", "为什么", "为何", "什么", "还是", "区别", "差别", "不同", "哪个",
+    "怎么", "怎样", "如何", "为什么", "为何", "什么", "还是", "区别", "差别", "不同", "之间", "哪个",
     "哪些", "有没有", "是不是",
     // ... and the book's subject, which a question names without saying anything: with
     // the code out of the index, "PyTorch" is a rare word that outweighed "zero_grad".

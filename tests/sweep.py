@@ -276,12 +276,17 @@ SURVEY = """language => {
     const em = parseFloat(getComputedStyle(p).fontSize);
     return last.right - last.left < 2 * em ? [p.textContent.replace(/\\s+/g, ' ').trim().slice(-30)] : [];
   });
-  // Inline code on more than one line, with a box (a border or a background): each line's
-  // piece is a closed box only where the box is cloned per piece (box-decoration-break).
-  const wrappedCode = [...document.querySelectorAll('.bd-article code.literal')].filter(code => {
+  // Quoted messages after a bold label (a paragraph of a <strong> first, then inline code and
+  // punctuation only: the error atlas's "Message:"), on more than one line, with a box (a
+  // border or a background): each line's piece is a closed box only where the box is cloned
+  // per piece (box-decoration-break).
+  const labelLine = p => p.firstChild === p.firstElementChild && p.firstElementChild?.tagName === 'STRONG'
+    && [...p.childNodes].slice(1).every(n => n.nodeName === 'CODE' || n.nodeName === 'WBR'
+                                            || (n.nodeType === Node.TEXT_NODE && !/[^\\s,:;，、：；]/.test(n.data)));
+  const wrappedCode = [...document.querySelectorAll('.bd-article p > code.literal')].filter(code => {
     const s = getComputedStyle(code);
     const boxed = parseFloat(s.borderLeftWidth) > 0 || s.backgroundColor !== 'rgba(0, 0, 0, 0)';
-    return boxed && code.getClientRects().length > 1;
+    return labelLine(code.parentElement) && boxed && code.getClientRects().length > 1;
   }).map(code => ({text: short(code).slice(0, 60),
                    closed: (getComputedStyle(code).boxDecorationBreak || getComputedStyle(code).webkitBoxDecorationBreak) === 'clone'}));
   return {tables, scrolling, brokenTokens, printed: printed.length, hangs, lineStarts,

@@ -381,8 +381,10 @@ def test_the_previous_and_next_page_links_stay_on_the_screen(browser, site, book
 @SWEPT
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_inline_code_that_wraps_is_a_closed_box_on_each_line(browser, site, book, language):
-    """Issue 33: on a phone the error atlas's quoted messages wrap, and their box was cut open at
-    each line's end and the next line's start (its border and corners only at the very ends)."""
+    """Issue 33: on a phone the error atlas's quoted messages ("Message:" and code) wrap, and their
+    box was cut open at each line's end and the next line's start (its border and corners only at
+    the very ends). Only those: a cloned box costs its paragraph text-wrap: pretty in Chromium,
+    and test_no_paragraph_ends_with_a_word_alone_on_a_phone sees the words left alone."""
     wrapped = [(name, code) for name, page in survey(browser, site, book.site(), language, 375).items()
                for code in page["wrappedCode"]]
     assert len(wrapped) > 10  # the check saw wrapped code

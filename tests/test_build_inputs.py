@@ -124,7 +124,7 @@ def test_a_doctest_compares_exception_messages_exactly_and_its_relaxations_are_l
     assert "        ...\n    RuntimeError: element 0 of tensors ...\nGot:" in build.output  # no ELLIPSIS asked
     assert re.findall(r"index\.md:(\d+): WARNING: a doctest failed", build.output) == ["17", "27"]
     assert re.findall(r"index\.md:(\d+): WARNING: (a >>> block that is not a \{doctest\} block[^[]*)", build.output) == [
-        ("52", "a >>> block that is not a {doctest} block: nothing checks it; write it as a {doctest} block ")]
+        ("51", "a >>> block that is not a {doctest} block: nothing checks it; write it as a {doctest} block ")]
     # The doctests' output names each failure as the GPU job's comparison reads it.
     from book_extensions.commands.gpu_checks import findings
 

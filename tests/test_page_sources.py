@@ -106,3 +106,22 @@ def test_cell_options_a_notebook_cannot_hold_are_named_and_dropped(monkeypatch):
     assert source[0] == ("# A page\n\n" + fence + "---\nname: a\n---\nprint(1)\n```\n\n" + fence + "print(2)\n```\n\n"
                          + fence + "---\ntags: [hide-input]\n---\nprint(3)\n```\n")
     assert [text.split(":")[0] for text, _ in said] == ["code cell 2", "code cell 1"]
+
+
+@pytest.mark.unit
+def test_a_bold_label_and_quoted_code_alone_is_a_line_of_quoted_messages():
+    from docutils import nodes
+
+    from book_extensions.site.readable_layout import quoted_messages, wbr
+
+    def paragraph(*children):
+        return nodes.paragraph("", "", *children)
+
+    code = lambda text: nodes.literal(text, text)  # noqa: E731
+    assert quoted_messages(paragraph(nodes.Text(""), nodes.strong("Message:", "Message:"), nodes.Text(" "),
+                                     code("modified by")))
+    assert quoted_messages(paragraph(nodes.strong("错误信息", "错误信息"), nodes.Text("："), code("a"), wbr(),
+                                     nodes.Text("，"), code("b")))
+    assert not quoted_messages(paragraph(nodes.strong("Fix:", "Fix:"), nodes.Text(" call "), code("detach()")))
+    assert not quoted_messages(paragraph(nodes.Text("See "), nodes.strong("x", "x"), code("y")))
+    assert not quoted_messages(paragraph(nodes.strong("Message:", "Message:")))

@@ -273,6 +273,22 @@ class ReadableLayout(SphinxPostTransform):
             mark = VERDICTS.get(entry.astext().strip())
             if mark:
                 entry["classes"].append(mark)
+        for paragraph in self.document.findall(nodes.paragraph):
+            if quoted_messages(paragraph):
+                paragraph["classes"].append("book-quoted-messages")
+
+
+def quoted_messages(paragraph: nodes.paragraph) -> bool:
+    """Whether the paragraph is a bold label and inline code alone (the error atlas's
+    "**Message:** `…`"), with nothing between the codes but punctuation."""
+    children = [child for child in paragraph.children  # MyST starts a paragraph with an empty text
+                if not isinstance(child, wbr) and not (isinstance(child, nodes.Text) and not str(child))]
+    if len(children) < 2 or not isinstance(children[0], nodes.strong):
+        return False
+    rest = children[1:]
+    return any(isinstance(child, nodes.literal) for child in rest) and all(
+        isinstance(child, nodes.literal) or (isinstance(child, nodes.Text) and not str(child).strip(" ,:;，、：；"))
+        for child in rest)
 
 
 # How wide a table's narrowest layout is, estimated from what cannot break (book.css sets

@@ -13,6 +13,7 @@ from contextlib import closing
 from urllib.parse import quote
 
 import books
+import pytest
 from books import ROOT
 
 GOOD_EDITION = "cutting-the-graph-en.pdf"  # conf.py's book_slug, the good fixture's English
@@ -205,3 +206,17 @@ def test_the_suites_execution_seeds_a_repository_without_a_cache_and_never_repla
     # Nor does a suite whose build left no database seed anything.
     assert not books.seed_repository_cache(tmp_path / "empty", tmp_path / "other")
     assert not (tmp_path / "other").exists()
+
+
+@pytest.mark.unit
+def test_a_record_of_clean_files_damaged_into_a_folder_is_made_again(tmp_path):
+    # Attack 8, case 26c: the record replaced by a folder stopped the build with Sphinx's crash report.
+    from book_extensions.checks.clean_files import known_clean
+
+    record = tmp_path / "book-leaks-clean.json"
+    (record / "inside").mkdir(parents=True)
+    with known_clean(record, "rules") as files:
+        assert files == {}
+        files["page.html"] = "digest"
+    with known_clean(record, "rules") as files:
+        assert files == {"page.html": "digest"}

@@ -129,6 +129,16 @@ def test_what_a_page_shows_of_another_is_written_again_on_every_page_that_shows_
     assert "Leaf test" in edit("second", "Leaf check", "Leaf test")  # case 6
     moved = edit("second", "## First section\n\n(moving)=\n", "(moving)=\n## First section\n\n")  # case 7
     assert '<span class="std std-ref">First section</span>' in moved
+    # Attack 8: a labelled rubric renamed (case 2), markup added to a title (case 7), a glossary
+    # term renamed (case 1: the reference to it is broken, which the build says).
+    assert "Remarks on leaves" in edit("second", "Notes on leaves", "Remarks on leaves")
+    assert "<em>Leaves</em>" in edit("second", "# Leaves", "# *Leaves*")
+    glossary = pages / "second.md"
+    glossary.write_text(glossary.read_text(encoding="utf8").replace("Leaf tensor\n", "Leaf\n"), encoding="utf8")
+    renamed = sphinx_book("shown_elsewhere", "en")
+    assert renamed.statuscode == 1 and "term not in glossary: 'leaf tensor'" in renamed.warning.getvalue()
+    glossary.write_text(glossary.read_text(encoding="utf8").replace("Leaf\n", "Leaf tensor\n"), encoding="utf8")
+    assert sphinx_book("shown_elsewhere", "en").statuscode == 0
     # Nothing else changed: the next build reads and writes nothing.
     again = sphinx_book("shown_elsewhere", "en")
     assert json.loads((again.doctreedir / EXECUTIONS_FILE).read_text())["read"] == []

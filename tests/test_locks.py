@@ -256,3 +256,20 @@ def test_a_lock_held_by_processes_a_killed_build_left_is_named_with_their_pids(t
         holder.wait()
     lock.write_text(f"\n{os.getpid()}\n")  # a driver that runs: the usual line
     assert build_locks.busy(lock, "using X", "--cache-root", preview=False).startswith("another build is using X")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("kind", ["fifo", "link", "folder"])
+def test_a_lock_that_is_not_a_plain_file_is_one_line_naming_it(tmp_path, kind):
+    # Attack 8, cases 11a-e: a FIFO or a link to /dev/null in a lock's place stopped the build
+    # with a traceback (os.ftruncate); a folder was reported as "cannot write" its parent.
+    import argparse
+
+    lock = tmp_path / "cache" / build_locks.LOCK
+    lock.parent.mkdir()
+    {"fifo": lambda: os.mkfifo(lock), "link": lambda: lock.symlink_to("/dev/null"), "folder": lock.mkdir}[kind]()
+    args = argparse.Namespace(cache_root=tmp_path / "cache", out=tmp_path / "out", device="cpu")
+    locks, problem = build_locks.hold_build_locks(args)
+    assert problem == f"cannot lock {lock}: " + {"fifo": "it is not a plain file: remove it", "link": "it is a link: remove it",
+                                                "folder": "Is a directory"}[kind]
+    assert locks.kept == [] and locks.passed == []

@@ -125,3 +125,19 @@ def test_a_bold_label_and_quoted_code_alone_is_a_line_of_quoted_messages():
     assert not quoted_messages(paragraph(nodes.strong("Fix:", "Fix:"), nodes.Text(" call "), code("detach()")))
     assert not quoted_messages(paragraph(nodes.Text("See "), nodes.strong("x", "x"), code("y")))
     assert not quoted_messages(paragraph(nodes.strong("Message:", "Message:")))
+
+
+@pytest.mark.unit
+def test_a_page_named_as_a_page_sphinx_writes_is_refused_and_found_again_next_build(caplog):
+    # Attack 8, cases 15 and 25a: docs/en/search.md and py-modindex.md were silently replaced by
+    # Sphinx's own search page and module index.
+    from types import SimpleNamespace
+
+    from book_extensions.checks.page_sources import refuse_sphinx_page_names
+
+    env = SimpleNamespace(project=SimpleNamespace(docnames={"search", "intro", "py-modindex", "notes/search"}))
+    docnames = ["intro", "notes/search", "py-modindex", "search"]
+    refuse_sphinx_page_names(None, env, docnames)
+    assert docnames == ["intro", "notes/search"]
+    assert env.project.docnames == {"intro", "notes/search"}  # so the next build finds it again
+    assert "a page may not be named search: Sphinx writes its own search.html in its place" in caplog.text

@@ -250,6 +250,22 @@ def refuse_long_names(app: Sphinx, env, docnames: list[str]) -> None:
             env.project.docnames.discard(docname)
 
 
+# The pages Sphinx's HTML builder writes itself, in each language's folder: a page of the book
+# with one of these names was silently replaced by Sphinx's (attack 8, cases 15 and 25a).
+SPHINX_PAGES = re.compile(r"(search|genindex|[a-z]+-modindex)")
+
+
+def refuse_sphinx_page_names(app: Sphinx, env, docnames: list[str]) -> None:
+    """A page named as a page Sphinx writes itself is reported and left unread (so it is found
+    again, and reported again, by the next build)."""
+    for docname in list(docnames):
+        if SPHINX_PAGES.fullmatch(docname):
+            logger.warning(f"a page may not be named {docname}: Sphinx writes its own {docname}.html in its place; "
+                           "give it another name", location=(docname, 1), type="book", subtype="page_name")
+            docnames.remove(docname)
+            env.project.docnames.discard(docname)
+
+
 def refuse_other_formats(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     source = Path(env.doc2path(env.docname))
@@ -286,6 +302,7 @@ def setup(app: Sphinx) -> None:
     app.connect("config-inited", quiet_repeated_warning)
     app.connect("env-before-read-docs", refuse_undecodable_pages, priority=400)
     app.connect("env-before-read-docs", refuse_long_names, priority=400)
+    app.connect("env-before-read-docs", refuse_sphinx_page_names, priority=400)
     # Before myst-nb's own source-read handling, which executes the page.
     app.connect("source-read", refuse_page_execution_settings, priority=100)
     app.connect("source-read", refuse_other_languages, priority=100)

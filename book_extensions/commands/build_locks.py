@@ -4,6 +4,7 @@ writes an execution cache and an output folder (:func:`hold_build_locks`)."""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,13 +14,21 @@ def hold_lock(path: Path) -> int | None:
     """An exclusive lock on ``path`` (flock, as the filelock package takes it), or None when
     another build holds it."""
     import fcntl
+    import stat
 
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    # Not through a link, and a plain file only: a FIFO, a device or a link to /dev/null took no
+    # lock anyone else sees, or stopped the build with a traceback (attack 8, cases 11c-e).
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "it is not a plain file: remove it")
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         return None
+    except OSError:
+        os.close(fd)
+        raise
     return fd
 
 
@@ -59,9 +68,15 @@ def hold_build_locks(args: argparse.Namespace, holder: str = "") -> tuple[BuildL
         for name, held in ((LOCK, locks.kept), (PROCESSES_LOCK, locks.passed)):
             try:
                 folder.mkdir(parents=True, exist_ok=True)
-                lock = hold_lock(folder / name)
             except OSError as error:
                 problem = f"cannot write {folder}: {error.strerror or error}"
+                break
+            try:
+                lock = hold_lock(folder / name)
+            except OSError as error:
+                # A folder in its place, a file made read-only or immutable, a link (ELOOP).
+                reason = "it is a link: remove it" if error.errno == errno.ELOOP else error.strerror or error
+                problem = f"cannot lock {folder / name}: {reason}"
                 break
             if lock is None:
                 problem = busy(folder / name, using, option, preview=bool(holder))

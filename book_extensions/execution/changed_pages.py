@@ -102,11 +102,12 @@ def note_shown_elsewhere(app: Sphinx, doctree: nodes.document) -> None:
     and its sections' (links, the contents, previous and next), the captions of its figures,
     tables and code blocks (a reference's text), its tables of contents (every page's sidebar:
     their captions, entries, explicit titles and order), and each label with the anchor and
-    the title or caption a reference to it shows (a label moved to another section). Read from
+    the title, caption or rubric a reference to it shows (a label moved to another section), with
+    their markup, and the anchors of its glossary terms and described objects. Read from
     the doctree (docutils' names), not from Sphinx's domains, which an environment does not
     document how to reach."""
-    shown: list = [["title", node.astext()] for node in doctree.findall(nodes.title)]
-    shown += [["caption", node.astext()] for node in doctree.findall(nodes.caption)]
+    shown: list = [["title", as_shown(node)] for node in doctree.findall(nodes.title)]
+    shown += [["caption", as_shown(node)] for node in doctree.findall(nodes.caption)]
     shown += [["toctree", node.get("caption"), [list(entry) for entry in node["entries"]],
                *(node.get(option) for option in ("maxdepth", "hidden", "numbered", "titlesonly", "glob"))]
               for node in doctree.findall(addnodes.toctree)]
@@ -114,9 +115,18 @@ def note_shown_elsewhere(app: Sphinx, doctree: nodes.document) -> None:
         anchor = doctree.nameids.get(name)
         labelled = doctree.ids.get(anchor) if explicit and anchor else None
         if labelled is not None:
-            named = next(labelled.findall(lambda node: isinstance(node, nodes.title | nodes.caption)), None)
-            shown.append(["label", name, anchor, named.astext() if named is not None else ""])
+            named = next(labelled.findall(lambda node: isinstance(node, nodes.title | nodes.caption | nodes.rubric)), None)
+            shown.append(["label", name, anchor, as_shown(named) if named is not None else ""])
+    # What other pages link to without a label: glossary terms ({term}) and described objects
+    # ({py:func} and the like), by their anchors (a renamed one leaves a broken link elsewhere).
+    shown += [["term", node["ids"]] for node in doctree.findall(nodes.term) if node["ids"]]
+    shown += [["object", node["ids"]] for node in doctree.findall(addnodes.desc_signature) if node["ids"]]
     page_state.of(app.env).shown_elsewhere = json.dumps(shown, ensure_ascii=False)
+
+
+def as_shown(node: nodes.Node) -> list:
+    """A title's or caption's text with its markup (emphasis, code...), as a sidebar shows it."""
+    return [type(part).__name__ if not isinstance(part, nodes.Text) else str(part) for part in node.findall()]
 
 
 def pages_showing_what_changed(app: Sphinx, env: BuildEnvironment) -> list[str]:

@@ -273,3 +273,15 @@ def test_a_lock_that_is_not_a_plain_file_is_one_line_naming_it(tmp_path, kind):
     assert problem == f"cannot lock {lock}: " + {"fifo": "it is not a plain file: remove it", "link": "it is a link: remove it",
                                                 "folder": "Is a directory"}[kind]
     assert locks.kept == [] and locks.passed == []
+
+
+@pytest.mark.unit
+def test_the_preview_writes_folders_no_build_reads():
+    # Attack 8, case 13: the preview rewrote the build's own note of a page's dependencies, and
+    # every later build said "unchanged" with the old text published; case 30: a preview killed
+    # while its Sphinx ran collided with the next build in the same output folder.
+    from book_extensions import paths
+    from book_extensions.commands import serve
+
+    assert serve.PREVIEW_OUT == paths.BUILD / "preview"
+    assert not serve.PREVIEW_OUT.is_relative_to(paths.BUILD / "cpu") and not serve.PREVIEW_OUT.is_relative_to(paths.BUILD / "cuda")

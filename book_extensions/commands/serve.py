@@ -4,10 +4,13 @@
 
 Runs sphinx-autobuild with the same Sphinx options as the real build, so what
 you preview is what ``nox -s docs`` publishes (warnings show, but don't stop it).
-It writes the build's own folders (``_build/<device>/doctrees/``, ``html-work/``, the
-execution cache), so it holds the build's locks for as long as it runs: a build started
-meanwhile is refused in one line naming the preview, and the preview does not start while
-a build runs (``--out`` and ``--cache-root`` give it folders of its own). It holds its
+It writes folders of its own (``_build/preview/<device>/``: the doctrees and the pages it
+serves), so that nothing it leaves there, nor a preview killed while its Sphinx runs on, is
+taken by a build for its own (attack 8, cases 13 and 30: a build then said "unchanged" for
+good, or collided with it). It shares the build's execution cache, so it holds the build's
+locks for as long as it runs: a build started meanwhile is refused in one line naming the
+preview, and the preview does not start while a build runs (``--cache-root`` gives it a cache
+of its own). It holds its
 toolchain shared too, as a build does (:func:`.build_locks.hold_build_locks`). Before it starts,
 it makes the driver's checks (:func:`.build.start_problems`: settings, folders, locale, every
 input file), one line each, and compiles the catalogs, as a build does.
@@ -19,12 +22,16 @@ import argparse
 import os
 import socket
 import sys
+from pathlib import Path
 
 from ..configuration.settings import book_languages
-from ..paths import ROOT, add_folder_options
+from ..paths import BUILD, ROOT, add_folder_options, shown
 from .build import compile_sphinx_catalogs, sphinx_command, start_problems
 from .build import parse_args as build_args
 from .build_locks import hold_build_locks
+
+# Not the build's folders (paths.BUILD): see the module's docstring.
+PREVIEW_OUT = BUILD / "preview"
 
 
 def port_number(text: str) -> str:
@@ -50,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("language", nargs="?", help="a language of conf.py (default: the first)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--port", type=port_number, default="8000", help="the port to serve on (1-65535)")
-    add_folder_options(parser, "--docs", "--out", "--cache-root")
+    add_folder_options(parser, "--docs", "--cache-root")
+    parser.add_argument("--out", type=Path, default=PREVIEW_OUT,
+                        help=f"where the preview writes, one folder per device (default: {shown(PREVIEW_OUT)})")
     parser.epilog = "Arguments after -- go to sphinx-build, as with build: -- -D nb_execution_timeout=30"
     argv = sys.argv[1:] if argv is None else argv
     own, sphinx_args = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])

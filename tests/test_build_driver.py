@@ -679,3 +679,17 @@ def test_a_folder_the_build_cannot_write_is_one_line(tmp_path, monkeypatch, caps
     assert re.search(r"^error: \[en\] the build cannot write \S+/doctrees/en/\S+ \(Permission denied\): make it "
                      r"writable, or choose another --out$", err, re.M), err
     assert "Traceback" not in err
+
+
+@pytest.mark.unit
+def test_every_builder_but_html_writes_every_page(tmp_path):
+    # Attack 8, cases 8, 10, 37: after an html build, `build epub` shared its environment, read
+    # nothing, and wrote only the pages whose own source was newer than their .xhtml: the EPUB
+    # kept another page's old title, an included file's old text and the book's old messages.
+    from book_extensions.configuration.settings import book_languages
+
+    english = book_languages(ROOT)[0]
+    for builder, writes_all in (("html", False), ("epub", True), ("singlehtml", True), ("doctest", True)):
+        args = driver.parse_args([builder, "--out", str(tmp_path / "out"), "--cache-root", str(tmp_path / "cache")])
+        command = driver.sphinx_command(args, english, args.docs, args.out)
+        assert ("-a" in command) == writes_all, builder

@@ -163,6 +163,11 @@ def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool 
         "-D", f"book_cache_root={args.cache_root}",
         *(turn.overrides() if turn is not None else ()),
         "-W", "-j", jobs, *(["-q"] if args.quiet else []), *(["-E"] if fresh else []),
+        # Every page written, by every builder but html: sharing the html build's environment,
+        # the EPUB's builder read nothing and wrote only pages whose own source was newer, and
+        # kept another page's old title, an included file's old text, the book's old messages
+        # (attack 8, cases 8, 10, 37); html's writing follows execution/changed_pages.py.
+        *(["-a"] if args.builder != "html" else []),
         str(docs / code),
         str(output_dir(out, args.device, args.builder, code)),
     ]

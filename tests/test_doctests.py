@@ -129,3 +129,13 @@ def test_a_doctest_build_passes_only_with_its_summary_and_no_failure(tmp_path):
     assert unfinished_doctests(tmp_path).startswith("2 doctests failed (")
     (tmp_path / "output.txt").write_text(summary.format("    0") + json.dumps("late"), encoding="utf8")
     assert unfinished_doctests(tmp_path).startswith("the doctests ended before their summary")
+
+
+def test_a_server_that_cannot_start_is_one_line_naming_its_log(tmp_path):
+    broken = ExamplesServer(tmp_path / "examples", lambda scratch: {"PYTHONHOME": str(tmp_path / "none")}, ["/dev"])
+    try:
+        with broken.page() as page:
+            why = page.run(0, "1", "<x>", 30)
+    finally:
+        broken.stop()
+    assert why.startswith(f"the examples' process did not start; its log {tmp_path / 'examples' / 'examples.log'} ends: ")

@@ -149,18 +149,19 @@ class ExamplesServer:
         ours, theirs = socket.socketpair()
         examples = PageExamples(self, ours)
         try:
-            for attempt in (1, 2):  # a server that an earlier page ended is started again
+            for _ in (1, 2):  # a server that an earlier page ended is started again
                 if self.process is None or self.process.poll() is not None:
                     self.stop()
                     self.start()
                 try:
                     socket.send_fds(self.control, [b"page"], [theirs.fileno()])
-                    break
                 except OSError:
-                    if attempt == 2:
-                        raise
-            theirs.close()
-            examples.started()
+                    continue
+                theirs.close()
+                examples.started()
+                break
+            else:
+                examples.lost = "the examples' process did not start" + self.why_not_started()
             yield examples
         finally:
             theirs.close()

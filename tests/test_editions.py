@@ -390,3 +390,32 @@ def test_the_real_books_editions_build_and_pass_their_checks(book):
                 if "/A" in annot.get_object()]
         assert not [uri for uri in uris if uri.startswith("file:")], "a link into the build machine"
         assert "top bar" not in text and "顶栏" not in text  # the web page's language switch
+
+
+@pytest.mark.unit
+def test_the_epub_is_checked_and_copied_while_the_build_holds_its_locks(tmp_path, monkeypatch):
+    # Attack 8, case 19: EPUBCheck, the copy and the stamp ran after the build had freed its
+    # locks, so a second build could rewrite the EPUB they read. They run as the build's `after`
+    # (the build's own test shows that runs under its locks: test_locks.py).
+    from book_extensions.editions import make_editions
+
+    args = make_editions.parse_args(["epub", "--language", "en", "--out", str(tmp_path / "out"),
+                                     "--cache-root", str(tmp_path / "cache")])
+    built = tmp_path / "out" / "cpu" / "epub" / "en" / make_editions.target(args, "en", "epub").name
+    inside, checked = [], []
+
+    def build_then(argv, after):
+        built.parent.mkdir(parents=True)
+        built.write_bytes(b"an epub")
+        inside.append(True)
+        try:
+            return after(None)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(make_editions.build, "build_then", build_then)
+    monkeypatch.setattr(make_editions, "epubcheck", lambda path: checked.append(bool(inside)) or [])
+    monkeypatch.setattr(make_editions, "write_stamp", lambda path, digest: checked.append(bool(inside)))
+    assert make_editions.make_epub(args) == 0
+    assert checked == [True, True]
+    assert make_editions.target(args, "en", "epub").read_bytes() == b"an epub"

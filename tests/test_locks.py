@@ -234,6 +234,33 @@ def test_a_build_is_refused_while_the_preview_runs(tmp_path):
     os.close(again)
 
 
+@pytest.mark.fixture
+def test_a_killed_preview_leaves_no_sphinx_writing_the_cache_unlocked(tmp_path):
+    # Attack 8, case 30: sphinx-autobuild starts Sphinx with no lock of the preview's and no
+    # parent-death signal; killed, it left that Sphinx writing the shared execution cache while a
+    # build could take the locks. Each preview run now holds the build's Sphinx locks itself and
+    # ends with the preview.
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    preview = subprocess.Popen(serve(tmp_path, FIXTURES / "timeout" / "docs"), cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                               env={**os.environ, "TMPDIR": str(temporary)})
+    try:
+        deadline = time.monotonic() + 120
+        while not any(temporary.rglob("sleeping")):  # the page's cell sleeps for ten minutes
+            assert preview.poll() is None and time.monotonic() < deadline, "the preview never reached its sleeping cell"
+            time.sleep(0.2)
+        sphinx = [p for p in descendants(preview.pid) if p.ppid() == preview.pid]  # what sphinx-autobuild started
+        assert len(sphinx) == 1 and "sphinx" in sphinx[0].cmdline(), [p.cmdline() for p in descendants(preview.pid)]
+        for folder in (tmp_path / "cache", tmp_path / "_build" / "cpu"):
+            assert flocks_of(sphinx[0].pid, folder / build_locks.PROCESSES_LOCK) == ["WRITE"]
+        os.kill(preview.pid, signal.SIGKILL)
+        sphinx[0].wait(timeout=30)  # ends with the preview
+    finally:
+        os.killpg(preview.pid, signal.SIGKILL)
+        preview.communicate(timeout=60)
+
+
 @pytest.mark.unit
 def test_a_lock_held_by_processes_a_killed_build_left_is_named_with_their_pids(tmp_path):
     # A driver killed with SIGKILL leaves Sphinx and its kernel holding the locks until the
@@ -285,3 +312,29 @@ def test_the_preview_writes_folders_no_build_reads():
 
     assert serve.PREVIEW_OUT == paths.BUILD / "preview"
     assert not serve.PREVIEW_OUT.is_relative_to(paths.BUILD / "cpu") and not serve.PREVIEW_OUT.is_relative_to(paths.BUILD / "cuda")
+
+
+@pytest.mark.unit
+def test_what_finishes_a_build_runs_while_its_locks_are_held(tmp_path, monkeypatch):
+    # Attack 8, case 19: the offline editions printed the PDF, ran EPUBCheck and stamped the files
+    # after the build had freed its locks, so a second build could rewrite what they read.
+    for name, value in (("check_kernel", lambda: None), ("cache_dir", lambda *_: tmp_path / "cache" / "cpu"),
+                        ("unreadable_cache", lambda _: None), ("unwritable_cache", lambda _: None),
+                        ("compile_sphinx_catalogs", lambda: None), ("with_signals_passed_on", lambda *_: 0)):
+        monkeypatch.setattr(build_command, name, value)
+    argv = ["html", "--docs", str(ROOT / "docs"), "--out", str(tmp_path / "_build"), "--cache-root", str(tmp_path / "cache")]
+    seen = []
+
+    def after(args):
+        second, problem = build_locks.hold_build_locks(args)
+        seen.append(problem)
+        second.close()
+        return 3
+
+    assert build_command.build_then(argv, after=after) == 3  # its status is the build's
+    assert seen == [f"another build is using the execution cache {tmp_path / 'cache'}: wait for it to finish, "
+                    "or give this one its own --cache-root"]
+    # and once it has ended, the locks are free
+    locks, problem = build_locks.hold_build_locks(build_command.parse_args(argv))
+    assert problem is None
+    locks.close()

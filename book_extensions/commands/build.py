@@ -76,6 +76,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
 
@@ -383,13 +384,20 @@ def interrupted(signum: int, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return build_then(sys.argv[1:] if argv is None else argv)
+
+
+def build_then(argv: list[str], after: Callable[[argparse.Namespace], int] | None = None) -> int:
     """The build, with SIGINT and SIGTERM said in one line whenever they come: during the
     languages' builds :class:`Stop` passes them on to Sphinx; before and after, they end the
-    driver (attack 6, cases 10, 11: a traceback, or nothing said at all)."""
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    driver (attack 6, cases 10, 11: a traceback, or nothing said at all). ``after``: what runs
+    on the built output while the build's locks are still held (the offline editions' printing,
+    EPUBCheck and stamps: after the locks, a second build could rewrite what they read; attack 8,
+    case 19); its status is the build's."""
+    args = parse_args(argv)
     previous = {signum: signal.signal(signum, interrupted) for signum in Stop.MESSAGES}
     try:
-        return run_build(args)
+        return run_build(args, after)
     except Interrupted as stopped:
         signum = stopped.args[0]
         recorded = "; the site is published, its record is not: run it again (nothing is built again)" \
@@ -401,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signum, handler)
 
 
-def run_build(args: argparse.Namespace) -> int:
+def run_build(args: argparse.Namespace, after: Callable[[argparse.Namespace], int] | None = None) -> int:
     problems = start_problems(args)
     if problems:
         for problem in problems:
@@ -443,7 +451,7 @@ def run_build(args: argparse.Namespace) -> int:
         compile_sphinx_catalogs()
         status = with_signals_passed_on(args, languages, locks.passed)
         args.published = status == 0
-        return status or record_published(args, languages)
+        return status or record_published(args, languages) or (after(args) if after else 0)
     finally:
         locks.close()  # the build's processes are gone by now
 
@@ -657,6 +665,34 @@ def changed_kept_sites(device_dir: Path, kept: list[str], before: dict, now: dic
     return problems
 
 
+def site_pages(files: Iterable[str]) -> set[str]:
+    """The pages among a language's site files (not the ``_static/``, ``_sources/``... folders)."""
+    return {name for name in files if name.endswith(".html") and not any(part.startswith("_") for part in name.split("/"))}
+
+
+def unmatched_pages(device_dir: Path, built: dict, now: dict) -> list[str]:
+    """What is wrong with a language kept as published beside one just built from sources with
+    other pages: each page's language switch links its twin, which the kept site lacks (a page
+    added), and the kept pages link the built language's pages that are gone (a page removed),
+    so the site would have dead links until the kept language is built too (attack 8, case 36)."""
+    if not built:
+        return []
+    code = next(iter(built))
+    pages = site_pages(folder_files(device_dir / publish.WORK / code))
+    problems = []
+    for kept, files in now["languages"].items():
+        if kept in built:
+            continue
+        theirs = site_pages(files)
+        for names, how in ((pages - theirs, f"lacks pages {code} has"), (theirs - pages, f"has pages {code} no longer has")):
+            if names:
+                shown_names = ", ".join(sorted(names)[:3]) + (", …" if len(names) > 3 else "")
+                problems.append(f"[{kept}] its published site {how} ({shown_names}): the language switch would "
+                                f"lead to missing pages; nothing is published; build {kept} too (the whole book, or "
+                                f"--language {kept} as well)")
+    return problems
+
+
 def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
     book = (code_parts(args), site_input_parts(args))  # digested once, for every language
     device_dir = args.out / args.device
@@ -682,7 +718,7 @@ def build_languages(args: argparse.Namespace, languages: list[Language], stop: S
         built = {code: inputs for code, (result, inputs) in results.items() if result == "built"}
         kept = [code for code in codes if code not in built]
         now, record = published_now(device_dir, codes), read_published(device_dir)  # read once
-        changed = changed_kept_sites(device_dir, kept, before, now, record)
+        changed = changed_kept_sites(device_dir, kept, before, now, record) or unmatched_pages(device_dir, built, now)
         for line in changed:
             print(f"error: {line}", file=sys.stderr)
         if changed:

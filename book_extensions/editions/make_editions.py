@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 from ..commands import build
@@ -64,12 +65,15 @@ def digests(args: argparse.Namespace) -> dict[str, str]:
             for language in languages_of(args)}
 
 
-def sphinx_build(args: argparse.Namespace, builder: str) -> int:
+def sphinx_build(args: argparse.Namespace, builder: str, finish: Callable[[], int]) -> int:
+    """Build with ``builder``, then ``finish`` the editions from its output while the build's locks
+    are still held: a second build let in before it ends could rewrite what it prints, checks or
+    copies (attack 8, case 19)."""
     argv = [builder, "-q", "--device", args.device, "--docs", str(args.docs), "--out", str(args.out),
             "--cache-root", str(args.cache_root), "--confdir", str(args.confdir)]
     for code in args.languages or []:
         argv += ["--language", code]
-    return build.main(argv)
+    return build.build_then(argv, after=lambda _built: finish())
 
 
 def replace(source: Path, path: Path) -> None:
@@ -331,8 +335,10 @@ def make_pdf(args: argparse.Namespace) -> int:
         print("error: Chromium is missing (apt-get install chromium, or set CHROMIUM)", file=sys.stderr)
         return 2
     sources = digests(args)
-    if sphinx_build(args, "singlehtml"):
-        return 1
+    return 1 if sphinx_build(args, "singlehtml", lambda: print_pdfs(args, sources)) else 0
+
+
+def print_pdfs(args: argparse.Namespace, sources: dict[str, str]) -> int:
     for language in languages_of(args):
         code = language.code
         started = time.perf_counter()
@@ -367,8 +373,10 @@ def epubcheck(path: Path) -> list[str]:
 
 def make_epub(args: argparse.Namespace) -> int:
     sources = digests(args)
-    if sphinx_build(args, "epub"):
-        return 1
+    return 1 if sphinx_build(args, "epub", lambda: check_and_copy_epubs(args, sources)) else 0
+
+
+def check_and_copy_epubs(args: argparse.Namespace, sources: dict[str, str]) -> int:
     failed = False
     for language in languages_of(args):
         code = language.code

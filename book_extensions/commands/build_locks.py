@@ -9,28 +9,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-def hold_lock(path: Path) -> int | None:
-    """An exclusive lock on ``path`` (flock, as the filelock package takes it), or None when
-    another build holds it."""
-    import fcntl
-    import stat
-
-    # Not through a link, and a plain file only: a FIFO, a device or a link to /dev/null took no
-    # lock anyone else sees, or stopped the build with a traceback (attack 8, cases 11c-e).
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "it is not a plain file: remove it")
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
-
+from ..execution.processes import hold_lock
 
 LOCK = "book-build.lock"
 # Beside each: the lock Sphinx and its parallel readers hold (pass_fds), so that a driver killed

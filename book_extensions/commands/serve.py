@@ -25,10 +25,11 @@ import sys
 from pathlib import Path
 
 from ..configuration.settings import book_languages
+from ..execution.processes import PREVIEW_LOCKS, PREVIEW_PID
 from ..paths import BUILD, ROOT, add_folder_options, shown
 from .build import compile_sphinx_catalogs, sphinx_command, start_problems
 from .build import parse_args as build_args
-from .build_locks import hold_build_locks
+from .build_locks import PROCESSES_LOCK, hold_build_locks
 
 # Not the build's folders (paths.BUILD): see the module's docstring.
 PREVIEW_OUT = BUILD / "preview"
@@ -91,6 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     compile_sphinx_catalogs()  # under the locks, as a build does: Sphinx would write a .mo in place
-    for lock in (*locks.kept, *locks.passed):  # kept open through exec: sphinx-autobuild holds them until it ends
+    # sphinx-autobuild starts each Sphinx run with no file of its own: the locks a build passes
+    # its Sphinx are taken by each run itself (processes.hold_preview_locks), and held until it
+    # ends, even if the preview is killed meanwhile. The preview's own stay held through exec
+    # until it ends: no build takes the others without them.
+    for lock in locks.passed:
+        os.close(lock)
+    os.environ[PREVIEW_LOCKS] = os.pathsep.join(str(folder / PROCESSES_LOCK)
+                                                for folder in (build.cache_root, build.out / build.device))
+    os.environ[PREVIEW_PID] = str(os.getpid())  # the same through exec
+    for lock in locks.kept:
         os.set_inheritable(lock, True)
     os.execv(sys.executable, autobuild)

@@ -40,7 +40,7 @@ from docutils import nodes
 from jupyter_cache import get_cache
 from sphinx.application import Sphinx
 from sphinx.config import Config
-from sphinx.errors import ConfigError
+from sphinx.errors import ConfigError, ExtensionError
 from sphinx.util import logging
 
 from .. import build_state
@@ -50,7 +50,7 @@ from ..editions import offline_builders
 from ..records import release_changes
 from ..site import exercises
 from ..site.device_page import device_name
-from . import kernel_inputs, page_state, runner
+from . import kernel_inputs, page_state, processes, runner
 from .cache_key import EXECUTIONS_FILE, KernelMismatch, cache_dir, check_kernel, torch_version, unreadable_cache, unwritable_cache
 from .cell_checks import check_cells, clean_outputs
 from .notebook_downloads import write_notebook
@@ -266,6 +266,9 @@ def write_executions(app: Sphinx) -> None:
 
 
 def setup(app: Sphinx) -> None:
+    problem = processes.hold_preview_locks()  # a run of the live preview's (commands/serve.py)
+    if problem:
+        raise ExtensionError(problem)
     app.connect("config-inited", configure_execution)
     app.connect("builder-inited", forget_failure_reports)
     app.connect("env-before-read-docs", wait_for_reading_turn, priority=100)

@@ -11,9 +11,12 @@ build does without. Standard library and psutil only: the build driver imports i
 from __future__ import annotations
 
 import ctypes
+import errno
+import os
 import signal
 import sys
 from contextlib import suppress
+from pathlib import Path
 
 # <linux/prctl.h>
 PR_SET_PDEATHSIG = 1
@@ -57,3 +60,56 @@ def stop(processes, grace: float = 3) -> None:
         with suppress(psutil.Error):
             process.kill()
     psutil.wait_procs(alive, timeout=grace)
+
+
+def hold_lock(path: Path) -> int | None:
+    """An exclusive lock on ``path`` (flock, as the filelock package takes it), or None when
+    another build holds it."""
+    import fcntl
+    import stat
+
+    # Not through a link, and a plain file only: a FIFO, a device or a link to /dev/null took no
+    # lock anyone else sees, or stopped the build with a traceback (attack 8, cases 11c-e).
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "it is not a plain file: remove it")
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+# The live preview (commands/serve.py) holds a build's locks, but sphinx-autobuild starts each of
+# its Sphinx runs with no file of the preview's and no parent-death signal: a preview killed while
+# Sphinx ran left that run writing the shared execution cache with no lock held (attack 8, case
+# 30). The preview names here the locks a build's Sphinx holds, and its own pid; each Sphinx run
+# takes the locks itself and ends with the preview (:func:`hold_preview_locks`).
+PREVIEW_LOCKS, PREVIEW_PID = "BOOK_PREVIEW_LOCKS", "BOOK_PREVIEW_PID"
+_preview_locks: list[int] = []  # open for the process's life (its forked readers share them)
+
+
+def hold_preview_locks() -> str | None:
+    """In a Sphinx run the live preview started: end with the preview, and hold the locks it
+    named; or why this run must stop (one line)."""
+    named, preview = os.environ.get(PREVIEW_LOCKS), os.environ.get(PREVIEW_PID, "")
+    if not named or _preview_locks:
+        return None
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if str(os.getppid()) != preview:
+        return f"the live preview (pid {preview}) has ended"
+    for name in named.split(os.pathsep):
+        try:
+            lock = hold_lock(Path(name))
+        except OSError as error:
+            return f"cannot lock {name}: {error.strerror or error}"
+        if lock is None:
+            return f"another process holds {name}: the live preview's Sphinx waits for no build; stop the preview and build"
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, f"the live preview (`nox -s serve`, pid {preview})\n{os.getpid()}\n".encode(), 0)
+        _preview_locks.append(lock)
+    return None

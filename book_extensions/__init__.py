@@ -40,8 +40,8 @@ in it does one job (its docstring says which) and, if it is an extension, has it
   :mod:`~.site.exercises` (predict-then-reveal exercises, their answers checked against the
   outputs, and their index by misconception) and
   :mod:`~.site.device_page` (the device's name, and the "CPU vs CUDA" page), and
-  :mod:`~.site.post_build`: every step after Sphinx writes a language's site (records, word
-  counts, editions copied in, trimming, first paint, the checks over what was written), in
+  :mod:`~.site.post_build`: every step after Sphinx writes a language's site (records,
+  editions copied in, trimming, first paint, the checks over what was written), in
   the one order it declares;
 - :mod:`.editions`: the offline editions: :mod:`~.editions.offline_builders` (what the
   singlehtml and epub builds need, and the links to the editions) and

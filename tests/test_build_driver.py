@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import psutil
@@ -113,10 +114,23 @@ def read_pages(build, language: str = "en") -> list[str]:
     return json.loads(report.read_text())["read"]
 
 
+def counts_checksum(site: Path | bytes) -> str:
+    """The checksum Sphinx puts in a link (?v=) for the search's word counts, as they are now."""
+    data = site if isinstance(site, bytes) else (site / "en" / "_static" / "searchcounts.js").read_bytes()
+    crc = zlib.crc32(data.replace(b"\r", b""))
+    return f"{crc:08x}"
+
+
+def counts_link(site: Path) -> str:
+    return re.search(r'searchcounts\.js\?v=(\w+)"', (site / "en" / "search.html").read_text(encoding="utf8"))[1]
+
+
 def test_a_rebuild_with_nothing_changed_does_not_start_sphinx(pages):
     docs, build, first = pages
     assert read_pages(first) == ["index", "old", "second"]
     before = site_files(first.site())
+    first_site_counts = (first.site() / "en" / "_static" / "searchcounts.js").read_bytes()
+    assert counts_link(first.site()) == counts_checksum(first_site_counts)
     again = build()
     assert again.returncode == 0, again.output
     assert "[en] html unchanged in " in again.output and "html ok" not in again.output
@@ -129,6 +143,9 @@ def test_a_rebuild_with_nothing_changed_does_not_start_sphinx(pages):
     assert edited.returncode == 0, edited.output
     assert "[en] html ok in " in edited.output and read_pages(edited) == ["second"]
     assert "One more sentence." in (edited.site() / "en" / "second.html").read_text(encoding="utf8")
+    # Attack 8, case 6: the search page linked searchcounts.js with the previous build's checksum
+    # (?v=), so a browser that had the old counts kept them.
+    assert counts_link(edited.site()) == counts_checksum(edited.site()) != counts_checksum(first_site_counts)
     # What every page depends on (here the time zone; likewise book_extensions/ and conf.py):
     # every page is read again.
     elsewhere = build(tz="Asia/Shanghai")
@@ -623,6 +640,23 @@ def test_a_kept_language_is_checked_against_what_was_published_whatever_removed_
         assert build.returncode == 1 and gone in build.output.splitlines(), build.output
     assert build_book(docs, tmp_path, "html", "--language", "zh", cache=fixture_cache).returncode == 0
     assert (site / "zh" / "second.html").is_file()
+    # Attack 8, case 36: a page added to both languages, and only en built: the kept zh site lacks
+    # its twin, so its language switch led to a 404 (exit 0). Refused until zh is built too.
+    for code, title in (("en", "Third."), ("zh", "第三页。")):
+        front = (docs / code / "second.md").read_text(encoding="utf8").split("\n---\n")[0]  # its front matter
+        (docs / code / "third.md").write_text(f"{front}\n---\n(third)=\n# {title[:-1]}\n\n{title}\n", encoding="utf8")
+        index = docs / code / "index.md"
+        index.write_text(index.read_text(encoding="utf8").replace(":hidden:\nsecond\n", ":hidden:\nsecond\nthird\n"),
+                         encoding="utf8")
+    lacks = ("error: [zh] its published site lacks pages en has (third.html): the language switch would lead to "
+             "missing pages; nothing is published; build zh too (the whole book, or --language zh as well)")
+    for _ in range(2):
+        build = build_book(docs, tmp_path, "html", "--language", "en", cache=fixture_cache)
+        assert build.returncode == 1 and lacks in build.output.splitlines(), build.output
+        assert not (site / "en" / "third.html").exists()
+    both = build_book(docs, tmp_path, "html", cache=fixture_cache)
+    assert both.returncode == 0, both.output
+    assert (site / "en" / "third.html").is_file() and (site / "zh" / "third.html").is_file()
 
 
 @pytest.mark.unit
@@ -693,3 +727,21 @@ def test_every_builder_but_html_writes_every_page(tmp_path):
         args = driver.parse_args([builder, "--out", str(tmp_path / "out"), "--cache-root", str(tmp_path / "cache")])
         command = driver.sphinx_command(args, english, args.docs, args.out)
         assert ("-a" in command) == writes_all, builder
+
+
+@pytest.mark.unit
+def test_a_kept_language_must_have_the_pages_of_the_language_built(tmp_path):
+    work = tmp_path / "cpu" / "html-work" / "en"
+    for name in ("index.html", "a.html", "sub/b.html", "_static/x.html", "_sources/index.md.txt"):
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text("")
+    built = {"en": {}}
+    same = {"languages": {"zh": {"index.html": "", "a.html": "", "sub/b.html": "", "_static/y.html": ""}}}
+    assert driver.unmatched_pages(tmp_path / "cpu", built, same) == []
+    other = {"languages": {"zh": {"index.html": "", "sub/b.html": "", "gone.html": ""}}}
+    assert driver.unmatched_pages(tmp_path / "cpu", built, other) == [
+        "[zh] its published site lacks pages en has (a.html): the language switch would lead to missing pages; "
+        "nothing is published; build zh too (the whole book, or --language zh as well)",
+        "[zh] its published site has pages en no longer has (gone.html): the language switch would lead to missing "
+        "pages; nothing is published; build zh too (the whole book, or --language zh as well)"]
+    assert driver.unmatched_pages(tmp_path / "cpu", {}, other) == []  # nothing built: nothing published

@@ -29,8 +29,8 @@ def test_the_pipeline_chooses_the_steps_of_each_build():
     # The web site gets every step, in the declared order.
     assert names("html", "html") == STEP_NAMES
     # The offline editions' builders write HTML too: checked, but neither trimmed nor given the
-    # editions; singlehtml and epub have no search index (write_counts finds none: a no-op).
-    edition = ["search.write_counts", "page_execution.write_executions", "meta_and_footer.write_manifest",
+    # editions.
+    edition = ["page_execution.write_executions", "meta_and_footer.write_manifest",
                "remote_loads.check_build", "leaked_paths.check_build"]
     assert names("singlehtml", "html") == names("epub", "html") == edition
     # Any other builder, and a failed build of any builder: only the record of what was read.

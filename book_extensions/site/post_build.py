@@ -19,7 +19,7 @@ from sphinx.util import logging
 from ..checks import leaked_paths, remote_loads
 from ..editions import offline_builders
 from ..execution import changed_pages, page_execution
-from . import asset_trimming, first_paint, meta_and_footer, search
+from . import asset_trimming, first_paint, meta_and_footer
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,6 @@ class Step:
 SITE, HTML = {"builder": "html"}, {"output_format": "html"}
 
 STEPS = (
-    Step(search.write_counts, **HTML),  # the word counts the in-browser ranking reads (builders with a search index)
     Step(page_execution.write_executions, after_failure=True),  # which pages this build read and executed
     Step(changed_pages.write_outside_dependencies, **SITE),  # the files outside docs/ it read, for the driver
     Step(offline_builders.copy_editions_into_site, **SITE),  # the PDF and EPUB built from these sources

@@ -317,6 +317,11 @@ def write_counts(app: Sphinx) -> None:
 def add_search_page_scripts(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
     # Only the search page searches: the theme's search box on other pages submits to it.
     if pagename == "search":
+        # Written before the page links it: Sphinx adds the file's checksum to the link
+        # (?v=) as it renders the page, and a file written after (build-finished) left the
+        # link with the previous build's, so a browser kept last build's counts (attack 8,
+        # case 6). Sphinx renders the search page once every page is indexed.
+        write_counts(app)
         app.add_js_file(COUNTS_FILE, loading_method="defer")
         app.add_js_file("book-search.js", loading_method="defer")
 

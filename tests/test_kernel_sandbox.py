@@ -3,6 +3,7 @@ sources, not the execution cache, not the site, whatever the executor's comparis
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -195,3 +196,33 @@ def append_to_second_page(docs, text: str) -> None:
     for code in ("en", "zh"):
         with (docs / code / "second.md").open("a", encoding="utf8") as page:
             page.write(text)
+
+
+SHARED_MEMORY_PROBE = """
+import os, sys
+print(sorted(os.listdir("/dev/shm")))
+open(os.path.join("/dev/shm", sys.argv[1]), "w").write("left behind")
+"""
+
+
+@pytest.mark.unit
+def test_a_sandboxed_process_has_an_empty_dev_shm_of_its_own(tmp_path):
+    # Attack 5, case 5: shared memory a cell left in /dev/shm outlived the build, where a later
+    # page could read it. The machine's /dev/shm is neither seen nor written.
+    import uuid
+
+    mine, theirs = f"book-test-{uuid.uuid4().hex}", f"book-test-{uuid.uuid4().hex}"
+    outside = f"/dev/shm/{theirs}"
+    with open(outside, "w") as file:
+        file.write("the machine's")
+    try:
+        result = subprocess.run(sandbox.wrapped(sys.executable, [str(tmp_path), "/dev"],
+                                                [sys.executable, "-c", SHARED_MEMORY_PROBE, mine]),
+                                cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == ["[]"]
+        assert not os.path.exists(f"/dev/shm/{mine}")
+    finally:
+        for name in (outside, f"/dev/shm/{mine}"):
+            if os.path.exists(name):
+                os.unlink(name)

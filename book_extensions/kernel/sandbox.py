@@ -11,6 +11,12 @@ the page's scratch folder (its working folder, home and temporary files), its so
 raises ``PermissionError``. Where Landlock has scopes (ABI 6), a cell may signal only the
 processes it started, not the Sphinx that runs it nor the driver. Reading is not restricted.
 
+The kernel also gets a ``/dev/shm`` of its own (:func:`private_shared_memory`), empty when it
+starts and gone when it and its children end: shared memory and named semaphores a cell leaves
+there (torch's, multiprocessing's) outlived the build, and a later page could read them
+(attack 5, case 5). Where Linux lets no mount namespace be made (a container without
+``CAP_SYS_ADMIN`` nor user namespaces), it shares the machine's as before.
+
 The executor starts the kernel's command through :func:`wrapped`, with the kernel's
 environment. Where the Linux kernel has no Landlock
 (before 5.13, or turned off) the command runs as it is, and the executor's comparisons are
@@ -101,6 +107,39 @@ def restrict(writable: list[str]) -> bool:
     return True
 
 
+# <sched.h>, <sys/mount.h>
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 1 << 1, 1 << 2, 1 << 14, 1 << 18
+SHARED_MEMORY = b"/dev/shm"
+
+
+def private_shared_memory() -> str | None:
+    """Mount an empty ``/dev/shm`` seen only by this process and the ones it starts (a mount
+    namespace of its own; a user namespace too, for a user without ``CAP_SYS_ADMIN``). None, or
+    why not. Call it while the process has one thread: a threaded process cannot enter a user
+    namespace."""
+    if not sys.platform.startswith("linux") or not os.path.isdir(SHARED_MEMORY):
+        return "no /dev/shm"
+    libc = _syscall()
+    uid, gid = os.geteuid(), os.getegid()
+    problem = None
+    for flags in ([CLONE_NEWNS] if uid == 0 else []) + [CLONE_NEWUSER | CLONE_NEWNS]:
+        if libc.unshare(ctypes.c_int(flags)) == 0:
+            break
+        problem = f"unshare: {os.strerror(ctypes.get_errno())}"
+    else:
+        return problem
+    if flags & CLONE_NEWUSER:  # the same user and group inside as outside
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as file:
+                file.write(text)
+    # Private first, or the mount would reach the machine's namespace through shared propagation.
+    if libc.mount(b"none", b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None) < 0 or \
+            libc.mount(b"tmpfs", SHARED_MEMORY, b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV), b"mode=1777") < 0:
+        return f"mount: {os.strerror(ctypes.get_errno())}"
+    return None
+
+
 def wrapped(python: str, writable: list[str], command: list[str]) -> list[str]:
     """``command`` run by ``python`` (which imports this package: the kernel's, with the staged
     kernel package on its path) once it has restricted itself to ``writable``. Not a program of
@@ -113,5 +152,6 @@ def run(argv: list[str]) -> None:
     """``[--writable PATH]... -- COMMAND...``: restrict this process, then become COMMAND."""
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1:]
+    private_shared_memory()  # else the machine's, as where Linux allows no namespace
     restrict([options[i + 1] for i, option in enumerate(options) if option == "--writable"])
     os.execvp(command[0], command)

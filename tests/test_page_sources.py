@@ -128,6 +128,32 @@ def test_a_bold_label_and_quoted_code_alone_is_a_line_of_quoted_messages():
 
 
 @pytest.mark.unit
+def test_a_chinese_header_breaks_between_its_words_only():
+    # helper-99: the zh cheat sheet's narrow columns broke 共享版本计/数器 and 原计算/图的反向/传播.
+    from types import SimpleNamespace
+
+    from docutils import nodes
+
+    from book_extensions.site.readable_layout import break_headers_between_words, wbr
+
+    def entry(*children):
+        return nodes.entry("", nodes.paragraph("", "", *children))
+
+    head = nodes.row("", entry(nodes.Text("共享版本计数器")), entry(nodes.Text("结果的 "), nodes.literal("grad_fn", "grad_fn")),
+                     entry(nodes.Text("tool")))
+    body = nodes.row("", entry(nodes.Text("计算图")), entry(nodes.Text("x")), entry(nodes.Text("y")))
+    table = nodes.table("", nodes.tgroup("", nodes.thead("", head), nodes.tbody("", body)))
+    break_headers_between_words(SimpleNamespace(builder=SimpleNamespace()), table)
+    shown = [["|" if isinstance(node, wbr) else node.astext() for node in cell.children[0].children] for cell in head.children]
+    assert shown == [["共享", "|", "版本", "|", "计数器"], ["结果", "|", "的", "|", " ", "grad_fn"], ["tool"]]
+    def text(node):
+        return "".join(part.astext() for part in node.findall(nodes.Text))
+
+    assert text(body) == "计算图xy" and not list(body.findall(wbr))  # the body is left alone
+    assert text(head) == "共享版本计数器结果的 grad_fntool"  # what is searched and compared is the same text
+
+
+@pytest.mark.unit
 def test_a_page_named_as_a_page_sphinx_writes_is_refused_and_found_again_next_build(caplog):
     # Attack 8, cases 15 and 25a: docs/en/search.md and py-modindex.md were silently replaced by
     # Sphinx's own search page and module index.

@@ -364,13 +364,46 @@ class FoldInputs(SphinxPostTransform):
             fold.append(source)
 
 
+HAN_TEXT = re.compile(f"[{HAN}]")
+
+
+def chinese_words(app: Sphinx, text: str) -> list[str]:
+    """``text`` cut into words by jieba, which the Chinese search has told the book's terms
+    (so that 计算图 stays one word)."""
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)  # its progress lines would break a quiet build's output
+    language = getattr(getattr(app.builder, "indexer", None), "lang", None)
+    if language is not None and hasattr(language, "split"):
+        language.split("")  # its first call adds the book's terms to jieba's dictionary
+    return jieba.lcut(text)
+
+
+def break_headers_between_words(app: Sphinx, table: nodes.table) -> None:
+    """Chinese column headers break between words only: a ``<wbr>`` between jieba's words, and
+    book.css lets no line break elsewhere in them (a narrow column broke 共享版本计/数器)."""
+    for head in table.findall(nodes.thead):
+        for text in list(head.findall(nodes.Text)):
+            if isinstance(text.parent, nodes.literal) or not HAN_TEXT.search(text):
+                continue
+            pieces: list[nodes.Node] = []
+            for word in chinese_words(app, str(text)):
+                pieces += [wbr(), nodes.Text(word)] if pieces else [nodes.Text(word)]
+            text.parent.replace(text, pieces)
+
+
 def label_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     # Late (priority 900), after the pages that fill their tables in when every page is
     # read (provenance_page.py, device_page.py).
     if app.builder.name in LABELLED_BUILDERS:
+        chinese = (app.config.language or "").startswith("zh")
         for table in list(doctree.findall(nodes.table)):
             if too_wide_for_a_phone(table):  # its rows become cards on a phone (book.css)
                 table["classes"].append("book-wide")
+            if chinese:
+                break_headers_between_words(app, table)
             label_cells(table)
 
 

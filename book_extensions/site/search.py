@@ -87,8 +87,11 @@ class LazyChineseSearch(SearchChinese):
 
     def split(self, input: str) -> list[str]:
         if self._user_dict or self._words:
-            from jieba import add_word, load_userdict
+            from jieba import add_word, load_userdict, setLogLevel
 
+            # Quiet, whichever loads jieba's dictionary first: this or warm_up_segmenter (a
+            # build of Chinese alone has no reading turn to warm it up in).
+            setLogLevel(logging.WARNING)
             if self._user_dict:
                 load_userdict(self._user_dict)
             for word in self._words:

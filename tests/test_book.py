@@ -169,8 +169,14 @@ def vnu(*files):
     import subprocess
 
     require_tool(VNU.exists(), f"the Nu HTML checker, {VNU}, is missing: .ci/tools installs it (npm pack vnu-jar)")
-    return subprocess.run(["java", "-jar", str(VNU), "--errors-only", "--format", "gnu", *map(str, files)],
-                          capture_output=True, text=True)
+    return subprocess.run(["java", "-jar", str(VNU), "--errors-only", "--format", "gnu",
+                           "--filterpattern", VNU_OUTDATED_CSS, *map(str, files)], capture_output=True, text=True)
+
+
+# The checker's CSS validator predates CSS Containment 3 (container queries, in every browser since
+# 2023: book.css sizes the widest tables by the box they get); only these two messages are ignored.
+VNU_OUTDATED_CSS = (r".*CSS: (“container-type”: Property “container-type” doesn't exist"
+                    r"|Unrecognized at-rule “@container”)\.?")
 
 
 def test_every_page_is_valid_html(book):
@@ -187,3 +193,12 @@ def test_the_html_checker_finds_errors(tmp_path):
                    '<body><p id="a">one</p><p id="a">two</p></body></html>')
     result = vnu(bad)
     assert result.returncode != 0 and "Duplicate ID" in result.stderr
+    # What it ignores is those two messages only: other CSS errors still fail.
+    css = tmp_path / "css.html"
+    css.write_text('<!DOCTYPE html><html lang="en"><head><title>x</title><style>div { container-type: inline-size; } '
+                   '@container (min-width: 10rem) { p { color: red; } }</style></head><body><p>x</p></body></html>')
+    assert vnu(css).returncode == 0, vnu(css).stderr
+    css.write_text('<!DOCTYPE html><html lang="en"><head><title>x</title><style>div { container-typo: inline-size; }'
+                   '</style></head><body><p>x</p></body></html>')
+    result = vnu(css)
+    assert result.returncode != 0 and "container-typo" in result.stderr, result.stderr

@@ -188,6 +188,28 @@ def serve(tmp_path: Path, docs: Path) -> list[str]:
             "--out", str(tmp_path / "_build"), "--cache-root", str(tmp_path / "cache")]
 
 
+def port_of(preview: subprocess.Popen) -> str:
+    command = preview.args
+    return command[command.index("--port") + 1]
+
+
+def fetch(url: str) -> str:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.read().decode("utf8", "replace")
+    except OSError:
+        return ""
+
+
+def wait_for(condition, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "waited in vain"
+        time.sleep(0.5)
+
+
 def test_the_preview_does_not_start_while_a_build_runs(tmp_path):
     (tmp_path / "cache").mkdir()
     held = build_locks.hold_lock(tmp_path / "cache" / "book-build.lock")  # as a build holds it
@@ -225,6 +247,12 @@ def test_a_build_is_refused_while_the_preview_runs(tmp_path):
         assert refused.output.strip() == (
             f"error: the live preview (`nox -s serve`, pid {preview.pid}) is using the execution cache "
             f"{tmp_path / 'cache'}: stop it, or give this build its own --cache-root")
+        # Attack 9, case 18: a page saved is built again and served (sphinx-autobuild runs
+        # rebuilds from a worker process: the preview is then no parent of Sphinx).
+        served = f"http://127.0.0.1:{port_of(preview)}/index.html"
+        wait_for(lambda: "Nothing to execute" in fetch(served))
+        (docs / "en" / "index.md").write_text("# A page\n\nSaved again.\n")
+        wait_for(lambda: "Saved again" in fetch(served))
     finally:
         os.killpg(preview.pid, signal.SIGTERM)
         preview.communicate(timeout=60)
@@ -338,3 +366,28 @@ def test_what_finishes_a_build_runs_while_its_locks_are_held(tmp_path, monkeypat
     locks, problem = build_locks.hold_build_locks(build_command.parse_args(argv))
     assert problem is None
     locks.close()
+
+
+FORKS_THEN_DIES = """
+import os, sys, time
+from book_extensions.execution import processes
+processes.forks_end_with_this_process()
+child = os.fork()
+if child == 0:
+    time.sleep(60)
+    os._exit(0)
+print(child, flush=True)
+os._exit(0)  # as a driver killed with SIGKILL takes Sphinx down
+"""
+
+
+@pytest.mark.unit
+def test_what_sphinx_forks_ends_with_it(tmp_path):
+    # Attack 9, case 24: after a SIGKILL of the driver, Sphinx ended but its parallel reader
+    # (a fork) ran on with its kernel until the cell ended.
+    run = subprocess.run([sys.executable, "-c", FORKS_THEN_DIES], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    child = int(run.stdout)
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the fork outlived its parent"
+        time.sleep(0.1)

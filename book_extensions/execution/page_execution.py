@@ -266,6 +266,7 @@ def write_executions(app: Sphinx) -> None:
 
 
 def setup(app: Sphinx) -> None:
+    processes.forks_end_with_this_process()
     problem = processes.hold_preview_locks()  # a run of the live preview's (commands/serve.py)
     if problem:
         raise ExtensionError(problem)

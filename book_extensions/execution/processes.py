@@ -38,6 +38,19 @@ def adopt_orphans() -> None:
     prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
+_forks_end_with_this_process = False
+
+
+def forks_end_with_this_process() -> None:
+    """Every process this one forks from now on (Sphinx's parallel readers and writers) gets the
+    parent-death signal: a driver killed with SIGKILL took Sphinx down, but its readers ran on
+    with their kernels until their cell ended (attack 9, case 24)."""
+    global _forks_end_with_this_process
+    if not _forks_end_with_this_process and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=end_with_parent)
+        _forks_end_with_this_process = True
+
+
 def end_with_parent() -> None:
     """SIGTERM this process when its parent dies: ``preexec_fn`` of a child that must not outlive it."""
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -93,14 +106,50 @@ PREVIEW_LOCKS, PREVIEW_PID = "BOOK_PREVIEW_LOCKS", "BOOK_PREVIEW_PID"
 _preview_locks: list[int] = []  # open for the process's life (its forked readers share them)
 
 
+def ancestors() -> list[int]:
+    """The pids above this process, its parent first (from /proc: Linux; elsewhere none)."""
+    found, pid = [], os.getppid()
+    while pid > 1:
+        found.append(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the name may hold spaces and brackets
+    return found
+
+
+def end_with(pid: int) -> bool:
+    """SIGTERM this process once process ``pid`` has ended (a pidfd, watched by a thread: no
+    pid reuse can fool it); False when it has ended already."""
+    import select
+    import threading
+
+    try:
+        watched = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    except (OSError, AttributeError):  # no pidfd (before Linux 5.3): the parent-death signal alone
+        return True
+
+    def watch() -> None:
+        select.select([watched], [], [])  # readable once the process has exited
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True, name="book-preview-watch").start()
+    return True
+
+
 def hold_preview_locks() -> str | None:
     """In a Sphinx run the live preview started: end with the preview, and hold the locks it
-    named; or why this run must stop (one line)."""
+    named; or why this run must stop (one line). sphinx-autobuild starts the first run itself
+    and the others from a worker process of its own: the preview is an ancestor, not always
+    the parent (attack 9, case 18: every rebuild stopped)."""
     named, preview = os.environ.get(PREVIEW_LOCKS), os.environ.get(PREVIEW_PID, "")
     if not named or _preview_locks:
         return None
-    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if str(os.getppid()) != preview:
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the parent: the preview, or its worker
+    if not preview.isdigit() or int(preview) not in ancestors() or not end_with(int(preview)):
         return f"the live preview (pid {preview}) has ended"
     for name in named.split(os.pathsep):
         try:

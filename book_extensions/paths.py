@@ -8,6 +8,7 @@ Standard library only, and importing nothing of the package: the noxfile, the bu
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from contextlib import suppress
 from pathlib import Path
@@ -74,3 +75,12 @@ def write_atomically(path: Path, data: str | bytes) -> None:
         with suppress(OSError):
             os.unlink(partial)
         raise
+
+
+def write_own_file(path: Path, data: str | bytes) -> None:
+    """:func:`write_atomically` for a file only the build writes (a record, a note): a folder
+    found in its place is damage, removed first, so that the build makes its file again instead
+    of failing on it for good (attack 8, case 26c; attack 9, cases 1 and 14)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    write_atomically(path, data)

@@ -220,3 +220,16 @@ def test_a_record_of_clean_files_damaged_into_a_folder_is_made_again(tmp_path):
         files["page.html"] = "digest"
     with known_clean(record, "rules") as files:
         assert files == {"page.html": "digest"}
+
+
+@pytest.mark.unit
+def test_the_record_of_the_last_publish_damaged_into_a_folder_is_made_again(tmp_path):
+    # Attack 9, case 1: book-published.json replaced by a folder gave a traceback after the new
+    # site was in place, on every later build (case 14: book-executions.json, the same way).
+    from book_extensions.commands import last_build
+
+    (tmp_path / "html" / "en").mkdir(parents=True)
+    (tmp_path / "html" / "en" / "index.html").write_text("page")
+    (tmp_path / last_build.PUBLISHED / "inside").mkdir(parents=True)
+    last_build.note_published(tmp_path, ["en"])
+    assert list(last_build.read_published(tmp_path)["languages"]["en"]) == ["index.html"]

@@ -144,10 +144,14 @@ def test_relaxations_are_found_in_examples_and_block_options():
             "text # doctest: +ELLIPSIS\n"
             "````{doctest}\n:skipif: True\n>>> 2\n2\n````\n"
             "```{doctest}\n>>> 3\n3\n```\n"
-            "```{testoutput}\n:options: +ELLIPSIS\n...\n```\n")
+            "```{testoutput}\n:options: +ELLIPSIS\n...\n```\n"
+            # MyST's YAML form of the same options (attack 9, case 15: a +SKIP passed unlisted).
+            "```{doctest}\n---\noptions: +SKIP\nskipif: False\n---\n>>> 4\n5\n```\n"
+            "```{doctest}\n>>> 5\n---\noptions: no option\n---\n```\n")
     found = [(line, dict(counts)) for line, counts in page_relaxations(page)]
     assert found == [(1, {"+NORMALIZE_WHITESPACE (the whole block)": 1, "+ELLIPSIS": 1, "+SKIP": 1}),
-                     (7, {":skipif: True": 1}), (16, {"+ELLIPSIS (the whole block)": 1})]
+                     (7, {":skipif: True": 1}), (16, {"+ELLIPSIS (the whole block)": 1}),
+                     (20, {"+SKIP (the whole block)": 1, ":skipif: False": 1})]
     # The same directives in reStructuredText, inside {eval-rst} (attack 6, case 9).
     rst = ("```{eval-rst}\n.. doctest::\n   :options: +ELLIPSIS\n\n   >>> 'x' * 9\n   'xx...'\n\n"
            "Prose after it.\n\n.. doctest::\n\n   >>> 1  # doctest: +SKIP\n   2\n```\n")

@@ -56,7 +56,12 @@ def refused(build, *lines: str) -> None:
       "book_languages[2] repeats the sphinx 'en' of book_languages[0]")),
     # Sphinx's doctest builder's default: a wrong exception message, or "...", would pass.
     ("import doctest; doctest_default_flags = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL",
-     "doctest_default_flags turns on ELLIPSIS and IGNORE_EXCEPTION_DETAIL for every doctest (40): set it to "
+     "doctest_default_flags turns on ELLIPSIS and IGNORE_EXCEPTION_DETAIL and leaves out DONT_ACCEPT_TRUE_FOR_1 (True "
+     "would pass for 1) for every doctest (40): set it to doctest.DONT_ACCEPT_TRUE_FOR_1, and relax only the example "
+     "that needs it (# doctest: +ELLIPSIS)"),
+    # Attack 9, case 22: no flags at all let True pass for 1.
+    ("doctest_default_flags = 0",
+     "doctest_default_flags leaves out DONT_ACCEPT_TRUE_FOR_1 (True would pass for 1) for every doctest (0): set it to "
      "doctest.DONT_ACCEPT_TRUE_FOR_1, and relax only the example that needs it (# doctest: +ELLIPSIS)"),
     ('book_repository = "https://github.com/owner/book"',
      "book_repository must be 'owner/name' of a GitHub repository, or empty, not 'https://github.com/owner/book'"),

@@ -91,6 +91,24 @@ def test_an_example_cannot_end_answer_for_or_outlast_its_pages_process(server):
         assert page.run(0, "2", "<x>", 30)["printed"] == "2\n"
 
 
+def test_what_a_pages_examples_leave_running_is_ended_and_named(server):
+    # Attack 9, cases 5 and 6: a process an example started in a session of its own outlived its
+    # page and wrote into the next page's working folder; only the driver's end-of-build warning
+    # noticed. The builder now ends it once the page is done, and fails the page.
+    escape = ("import subprocess, sys; _ = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
+              "start_new_session=True); print('started')")
+    with server.page() as page:
+        assert page.run(0, escape, "<x>", 30)["printed"] == "started\n"
+        pid = page.pid
+    left = server.end_leftovers(pid)
+    assert len(left) == 1 and "time.sleep(60)" in left[0], left
+    assert server.end_leftovers(None) == []  # gone now
+    with server.page() as page:  # a page that leaves nothing
+        assert page.run(0, "1", "<x>", 30)["printed"] == "1\n"
+        pid = page.pid
+    assert server.end_leftovers(pid) == []
+
+
 def test_an_example_cannot_answer_for_another_pages_examples(server):
     # helper-97's takeover: an example read its request's id from the serving loop's frame and
     # answered every later request, of every page, with what the page wanted. Each page now has

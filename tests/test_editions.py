@@ -419,3 +419,30 @@ def test_the_epub_is_checked_and_copied_while_the_build_holds_its_locks(tmp_path
     assert make_editions.make_epub(args) == 0
     assert checked == [True, True]
     assert make_editions.target(args, "en", "epub").read_bytes() == b"an epub"
+
+
+@pytest.mark.unit
+def test_bad_folders_and_a_chromium_that_cannot_start_are_one_line_each(tmp_path, monkeypatch, capsys):
+    # Attack 9, cases 16, 4 and 13: a missing --docs, a file where the edition's folder goes, and a
+    # Chromium that exists but cannot start were tracebacks.
+    from book_extensions.editions import make_editions
+
+    assert make_editions.main(["epub", "--docs", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith("error: ") and str(tmp_path / "missing") in said[0], said
+
+    args = make_editions.parse_args(["epub", "--language", "en", "--out", str(tmp_path / "out"),
+                                     "--cache-root", str(tmp_path / "cache")])
+    path = make_editions.target(args, "en", "epub")
+    path.parent.parent.mkdir(parents=True)
+    path.parent.write_text("a file where the folder goes")
+    built = tmp_path / "out" / "cpu" / "epub" / "en" / path.name
+    built.parent.mkdir(parents=True)
+    built.write_bytes(b"an epub")
+    monkeypatch.setattr(make_editions, "epubcheck", lambda path: [])
+    assert make_editions.check_and_copy_epubs(args, {"en": "digest"}) == 1
+    assert capsys.readouterr().err.strip() == f"error: [en] cannot write {path}: {path.parent} cannot be a folder (File exists)"
+
+    monkeypatch.setenv("CHROMIUM", "/bin/true")
+    with pytest.raises(make_editions.PdfError, match=r"^Chromium \(/bin/true\) did not start: "):
+        make_editions.print_pdf(tmp_path / "page.html", tmp_path / "book.pdf")

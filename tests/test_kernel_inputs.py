@@ -236,5 +236,25 @@ def test_editing_a_module_on_the_builds_pythonpath_changes_the_cache_name(tmp_pa
     (site / "extra.pth").unlink()
     (site / "helper-1.0.dist-info").rename(site / "helper-1.1.dist-info")
     changed["another version's metadata"] = name()
+    (site / "helper-1.1.dist-info").rename(site / "helper-1.0.dist-info")
+    assert name() == before
+    # Attack 9, case 21: a sourceless module (a .pyc outside __pycache__) was not keyed.
+    (site / "sourceless.pyc").write_bytes(b"one")
+    with_pyc = name()
+    (site / "sourceless.pyc").write_bytes(b"two")
+    changed["an edited sourceless module"] = name()
+    assert with_pyc != changed["an edited sourceless module"]
+    (site / "sourceless.pyc").unlink()
+    # A compiled extension is keyed by content where no installed package's metadata vouches
+    # for it (a folder of the user's), and by that metadata among installed packages.
+    (site / "fast.cpython-311-x86_64-linux-gnu.so").write_bytes(b"one")
+    assert name() == before
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "fast.cpython-311-x86_64-linux-gnu.so").write_bytes(b"one")
+    monkeypatch.setattr(kernel_inputs.os, "environ", {"PYTHONPATH": str(plain)})
+    first = name()
+    (plain / "fast.cpython-311-x86_64-linux-gnu.so").write_bytes(b"two")
+    assert name() != first
     assert [what for what, after in changed.items() if after == before] == []
     assert len(set(changed.values())) == len(changed)

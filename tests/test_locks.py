@@ -391,3 +391,15 @@ def test_what_sphinx_forks_ends_with_it(tmp_path):
     while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline, "the fork outlived its parent"
         time.sleep(0.1)
+
+
+@pytest.mark.unit
+def test_the_preview_refuses_a_builds_output_folder(tmp_path):
+    # Attack 9, case 2: `serve --out _build` rewrote the build's note of included files; the next
+    # build said "unchanged" and kept the old text published.
+    (tmp_path / "_build" / "cpu" / "html").mkdir(parents=True)  # a build's site
+    refused = subprocess.run(serve(tmp_path, FIXTURES / "nondeterministic" / "docs"), cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (f"error: {tmp_path / '_build' / 'cpu'} holds a build's output: give the preview a "
+                                      "folder of its own with --out (its default is _build/preview)")

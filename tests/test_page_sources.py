@@ -161,9 +161,15 @@ def test_a_page_named_as_a_page_sphinx_writes_is_refused_and_found_again_next_bu
 
     from book_extensions.checks.page_sources import refuse_sphinx_page_names
 
-    env = SimpleNamespace(project=SimpleNamespace(docnames={"search", "intro", "py-modindex", "notes/search"}))
-    docnames = ["intro", "notes/search", "py-modindex", "search"]
+    # Attack 9, cases 31 and 9: a page under offline/ was deleted when the editions were copied
+    # in, and one under _extra/ had no twin checked by a one-language build.
+    names = ["intro", "notes/search", "py-modindex", "search", "offline/guide", "_extra/page", "notes/_drafts/p",
+             "notes/offline/p"]
+    env = SimpleNamespace(project=SimpleNamespace(docnames=set(names)))
+    docnames = list(names)
     refuse_sphinx_page_names(None, env, docnames)
-    assert docnames == ["intro", "notes/search"]
-    assert env.project.docnames == {"intro", "notes/search"}  # so the next build finds it again
+    assert docnames == ["intro", "notes/search", "notes/offline/p"]
+    assert env.project.docnames == {"intro", "notes/search", "notes/offline/p"}  # so the next build finds it again
+    assert "a page may not be in the folder offline/: offline/ holds the offline editions" in caplog.text
+    assert "a page may not be in the folder notes/_drafts/" in caplog.text
     assert "a page may not be named search: Sphinx writes its own search.html in its place" in caplog.text

@@ -5,12 +5,11 @@ beside the doctrees: the scan skips them while their bytes and its rules are the
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..paths import write_atomically
+from ..paths import write_own_file
 
 
 @contextmanager
@@ -24,6 +23,4 @@ def known_clean(record: Path, rules: str) -> Iterator[dict[str, str]]:
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         files = {}
     yield files
-    if record.is_dir() and not record.is_symlink():  # the build's own file, damaged: made again (attack 8, case 26c)
-        shutil.rmtree(record)
-    write_atomically(record, json.dumps({"rules": rules, "files": files}))
+    write_own_file(record, json.dumps({"rules": rules, "files": files}))  # a folder in its place: made again

@@ -26,6 +26,8 @@ COMPARED = ("doctest", "testoutput")
 # doctest's own pattern for a directive comment on an example's source line.
 DIRECTIVE = re.compile(r"#\s*doctest:\s*([^\n'\"]*)$")
 BLOCK_OPTION = re.compile(r"^\s*:(options|skipif|pyversion):\s*(.*)$")
+# The same options in MyST's YAML form, between "---" lines at the block's start (attack 9, case 15).
+YAML_OPTION = re.compile(r"^\s*(options|skipif|pyversion)\s*:\s*(.*)$")
 # The same directives written in reStructuredText (in an {eval-rst} block): attack 6, case 9.
 RST_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(" + "|".join(COMPARED) + r")::")
 
@@ -34,7 +36,7 @@ def page_relaxations(text: str) -> list[tuple[int, Counter]]:
     """(line of the block's opening, how many examples each relaxation covers) per block
     of a MyST page that relaxes anything."""
     # Line by line, not myst_source.blocks: a doctest block counts wherever it is, in a {note} too.
-    found, block, fence, indent = [], None, None, None
+    found, block, fence, indent, front = [], None, None, None, None
     for number, line in enumerate(lines(text), start=1):
         if block is not None and indent is not None and line.strip() and len(line) - len(line.lstrip()) <= indent:
             if block[1]:  # an rst directive ends where a line is indented no deeper than it
@@ -43,7 +45,7 @@ def page_relaxations(text: str) -> list[tuple[int, Counter]]:
         if block is None:
             fence, rst = fence_at(line), RST_DIRECTIVE.match(line)
             if fence and fence.directive in COMPARED:
-                block, indent = (number, Counter()), None
+                block, indent, front = (number, Counter()), None, "may open"
             elif rst:
                 block, indent = (number, Counter()), len(rst.group(1))
             continue
@@ -51,6 +53,17 @@ def page_relaxations(text: str) -> list[tuple[int, Counter]]:
             if block[1]:
                 found.append(block)
             block = None
+            continue
+        if front == "may open":
+            front = "open" if line.strip() == "---" else None
+            if front:
+                continue
+        if front == "open":
+            front = None if line.strip() == "---" else front
+            option = YAML_OPTION.match(line) if front else None
+            if option:
+                name, value = option.groups()
+                block[1][f"{value.strip()} (the whole block)" if name == "options" else f":{name}: {value.strip()}"] += 1
             continue
         option = BLOCK_OPTION.match(line)
         if option:

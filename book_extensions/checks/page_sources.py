@@ -253,15 +253,29 @@ def refuse_long_names(app: Sphinx, env, docnames: list[str]) -> None:
 # The pages Sphinx's HTML builder writes itself, in each language's folder: a page of the book
 # with one of these names was silently replaced by Sphinx's (attack 8, cases 15 and 25a).
 SPHINX_PAGES = re.compile(r"(search|genindex|[a-z]+-modindex)")
+# Folders of each language's site that are not pages': the offline editions' (replaced whole when
+# they are copied in: attack 9, case 31) and, starting with "_", Sphinx's and the book's own
+# (_static, _sources, _images, _notebooks...), which the checks of a site's pages leave out
+# (attack 9, case 9: a page under _extra/ had no twin checked).
+RESERVED_FOLDER = re.compile(r"(offline|_[^/]*)/.*|.*/_[^/]*/.*")
+
+
+def page_name_problem(docname: str) -> str | None:
+    if SPHINX_PAGES.fullmatch(docname):
+        return f"a page may not be named {docname}: Sphinx writes its own {docname}.html in its place; give it another name"
+    if RESERVED_FOLDER.fullmatch(docname):
+        return (f"a page may not be in the folder {docname.rsplit('/', 1)[0]}/: offline/ holds the offline editions, and "
+                "a folder whose name starts with _ is Sphinx's or the book's own; move it")
+    return None
 
 
 def refuse_sphinx_page_names(app: Sphinx, env, docnames: list[str]) -> None:
-    """A page named as a page Sphinx writes itself is reported and left unread (so it is found
-    again, and reported again, by the next build)."""
+    """A page named as a page Sphinx writes itself, or in a folder the site keeps for other files,
+    is reported and left unread (so it is found again, and reported again, by the next build)."""
     for docname in list(docnames):
-        if SPHINX_PAGES.fullmatch(docname):
-            logger.warning(f"a page may not be named {docname}: Sphinx writes its own {docname}.html in its place; "
-                           "give it another name", location=(docname, 1), type="book", subtype="page_name")
+        problem = page_name_problem(docname)
+        if problem:
+            logger.warning(problem, location=(docname, 1), type="book", subtype="page_name")
             docnames.remove(docname)
             env.project.docnames.discard(docname)
 

@@ -24,7 +24,7 @@ from ..configuration.settings import Language
 from ..configuration.site_inputs import digest_of_files
 from ..execution.cache_key import DEPENDENCIES_FILE, EXECUTIONS_FILE, cache_dir
 from ..execution.kernel_inputs import installed_packages
-from ..paths import shown, write_atomically
+from ..paths import shown, write_atomically, write_own_file
 from . import publish
 
 NOTE = "book-last-build.json"  # beside each language's doctrees: its last successful build
@@ -157,7 +157,7 @@ def published_now(device_dir: Path, codes: list[str]) -> dict:
 
 def note_published(device_dir: Path, codes: list[str]) -> None:
     """Noted by the build driver right after it publishes, and by nothing else."""
-    write_atomically(device_dir / PUBLISHED, json.dumps(published_now(device_dir, codes), indent=1) + "\n")
+    write_own_file(device_dir / PUBLISHED, json.dumps(published_now(device_dir, codes), indent=1) + "\n")
 
 
 def read_published(device_dir: Path) -> dict:

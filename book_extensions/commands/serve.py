@@ -52,6 +52,19 @@ def port_in_use(port: str) -> str | None:
     return None
 
 
+def builds_folder(build: argparse.Namespace) -> str | None:
+    """Why the preview may not write ``--out``: a build's own output is there (its notes would be
+    rewritten, and the next build said "unchanged" with old text published: attack 9, case 2)."""
+    from .last_build import PUBLISHED
+    from .publish import SITE, WORK
+
+    folder = build.out / build.device
+    if any((folder / name).exists() for name in (PUBLISHED, SITE, WORK)):
+        return (f"{folder} holds a build's output: give the preview a folder of its own with --out "
+                f"(its default is {shown(PREVIEW_OUT)})")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m book_extensions serve", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -73,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     build = build_args(["html", "--device", args.device, "--docs", str(args.docs), "--out", str(args.out),
                         "--cache-root", str(args.cache_root), "--language", args.language, "--", *sphinx_args])
     # The driver's checks, before sphinx-autobuild: what it would otherwise show as a traceback.
-    problems = start_problems(build) or [problem for problem in [port_in_use(args.port)] if problem]
+    problems = start_problems(build) or [problem for problem in [port_in_use(args.port), builds_folder(build)] if problem]
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)

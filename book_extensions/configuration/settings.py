@@ -102,10 +102,14 @@ RELAXING_DOCTEST_FLAGS = ("ELLIPSIS", "IGNORE_EXCEPTION_DETAIL", "NORMALIZE_WHIT
 
 def exact_doctests(value: int) -> str | None:
     relaxing = [name for name in RELAXING_DOCTEST_FLAGS if value & doctest.OPTIONFLAGS_BY_NAME[name]]
-    if not relaxing:
+    parts = [f"turns on {' and '.join(relaxing)}"] if relaxing else []
+    if not value & doctest.DONT_ACCEPT_TRUE_FOR_1:
+        # Without it True passes where the page says 1 (attack 9, case 22: 0 was accepted).
+        parts.append("leaves out DONT_ACCEPT_TRUE_FOR_1 (True would pass for 1)")
+    if not parts:
         return None
     # "Check yourself" states the exact message: a relaxation belongs to the block that needs it.
-    return (f"turns on {' and '.join(relaxing)} for every doctest ({value}): set it to "
+    return (f"{' and '.join(parts)} for every doctest ({value}): set it to "
             "doctest.DONT_ACCEPT_TRUE_FOR_1, and relax only the example that needs it (# doctest: +ELLIPSIS)")
 
 

@@ -65,22 +65,40 @@ def digests(args: argparse.Namespace) -> dict[str, str]:
             for language in languages_of(args)}
 
 
-def sphinx_build(args: argparse.Namespace, builder: str, finish: Callable[[], int]) -> int:
-    """Build with ``builder``, then ``finish`` the editions from its output while the build's locks
-    are still held: a second build let in before it ends could rewrite what it prints, checks or
-    copies (attack 8, case 19)."""
+def build_argv(args: argparse.Namespace, builder: str) -> list[str]:
     argv = [builder, "-q", "--device", args.device, "--docs", str(args.docs), "--out", str(args.out),
             "--cache-root", str(args.cache_root), "--confdir", str(args.confdir)]
     for code in args.languages or []:
         argv += ["--language", code]
-    return build.build_then(argv, after=lambda _built: finish())
+    return argv
+
+
+def start_problems(args: argparse.Namespace) -> list[str]:
+    """The build's own checks of its inputs, made before the sources are digested (a missing
+    --docs was a traceback there: attack 9, case 16)."""
+    return build.start_problems(build.parse_args(build_argv(args, "epub")))
+
+
+def sphinx_build(args: argparse.Namespace, builder: str, finish: Callable[[], int]) -> int:
+    """Build with ``builder``, then ``finish`` the editions from its output while the build's locks
+    are still held: a second build let in before it ends could rewrite what it prints, checks or
+    copies (attack 8, case 19). The build's status: 130 for Ctrl-C (attack 9, case 23)."""
+    return build.build_then(build_argv(args, builder), after=lambda _built: finish())
 
 
 def replace(source: Path, path: Path) -> None:
     """Put a finished file in place at once: a failed run never leaves half a book. (The PDF's
     partial file is where Chromium prints, not data in memory: paths.write_atomically cannot take it.)"""
-    path.parent.mkdir(parents=True, exist_ok=True)
     os.replace(source, path)
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why the edition's folder cannot be made (a file in its place: attack 9, case 4), or None."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return f"cannot write {path}: {path.parent} cannot be a folder ({error.strerror or error})"
+    return None
 
 
 # The headings a reader sees in print, in order: the PDF's bookmarks, one for each.
@@ -100,13 +118,18 @@ class PdfError(Exception):
 
 def print_pdf(page: Path, path: Path) -> int:
     """Print ``page`` into ``path``; returns how many glyphs' text :func:`name_ideographs` corrected."""
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
     from ..commands.chromium import CHROMIUM_FLAGS, chromium_path
 
     partial = path.with_name(path.name + ".partial")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+        try:
+            browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+        except PlaywrightError as error:  # a Chromium that cannot start (attack 9, case 13)
+            first = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+            raise PdfError(f"Chromium ({chromium_path()}) did not start: {first[:300]}") from None
         try:
             tab = browser.new_page()
             tab.goto(page.resolve().as_uri(), wait_until="load")
@@ -334,8 +357,13 @@ def make_pdf(args: argparse.Namespace) -> int:
     if not os.path.exists(chromium_path()):
         print("error: Chromium is missing (apt-get install chromium, or set CHROMIUM)", file=sys.stderr)
         return 2
+    problems = start_problems(args)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 2
     sources = digests(args)
-    return 1 if sphinx_build(args, "singlehtml", lambda: print_pdfs(args, sources)) else 0
+    return sphinx_build(args, "singlehtml", lambda: print_pdfs(args, sources))
 
 
 def print_pdfs(args: argparse.Namespace, sources: dict[str, str]) -> int:
@@ -343,6 +371,10 @@ def print_pdfs(args: argparse.Namespace, sources: dict[str, str]) -> int:
         code = language.code
         started = time.perf_counter()
         path = target(args, code, "pdf")
+        problem = folder_problem(path)
+        if problem:
+            print(f"error: [{code}] {problem}", file=sys.stderr)
+            return 1
         try:
             corrected = print_pdf(args.out / args.device / "singlehtml" / code / "index.html", path)
         except PdfError as error:
@@ -372,8 +404,13 @@ def epubcheck(path: Path) -> list[str]:
 
 
 def make_epub(args: argparse.Namespace) -> int:
+    problems = start_problems(args)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 2
     sources = digests(args)
-    return 1 if sphinx_build(args, "epub", lambda: check_and_copy_epubs(args, sources)) else 0
+    return sphinx_build(args, "epub", lambda: check_and_copy_epubs(args, sources))
 
 
 def check_and_copy_epubs(args: argparse.Namespace, sources: dict[str, str]) -> int:
@@ -392,7 +429,11 @@ def check_and_copy_epubs(args: argparse.Namespace, sources: dict[str, str]) -> i
             failed = True
             continue
         path = target(args, code, "epub")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        problem = folder_problem(path)
+        if problem:
+            print(f"error: [{code}] {problem}", file=sys.stderr)
+            failed = True
+            continue
         write_atomically(path, built.read_bytes())  # a fraction of a MB
         write_stamp(path, sources[code])
         print(f"[{code}] epub: {path} ({path.stat().st_size / 1e6:.1f} MB, passes EPUBCheck)", flush=True)

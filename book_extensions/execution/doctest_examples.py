@@ -33,6 +33,7 @@ import tempfile
 import traceback
 
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 
 
 def exception_message(kind: type, value: BaseException) -> str:
@@ -107,6 +108,10 @@ def serve_pages(control_fd: int) -> None:
     except ImportError:
         pass
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the pages' processes end without a wait
+    # What an example starts in a session of its own outlives its page's process group: orphaned,
+    # it comes to this process, where the builder finds it once the page has ended (its page then
+    # fails) instead of leaving it to run into the next page's (attack 9, cases 5 and 6).
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1)
     work = os.getcwd()
     while True:
         message, fds, _, _ = socket.recv_fds(control, 16, 1)

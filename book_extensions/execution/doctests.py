@@ -167,6 +167,33 @@ class ExamplesServer:
             theirs.close()
             examples.stop()
 
+    def end_leftovers(self, page_pid: int | None) -> list[str]:
+        """End what a page's examples left running (the server's descendants once the page's
+        process ``page_pid`` is gone); "<pid> (<command>)" of each."""
+        import psutil
+
+        if self.process is None:
+            return []
+        try:
+            server = psutil.Process(self.process.pid)
+            deadline = time.monotonic() + 5
+            while True:  # the page's process itself, killed, may take a moment to go
+                left = [child for child in server.children(recursive=True)
+                        if child.status() != psutil.STATUS_ZOMBIE]
+                if page_pid not in [child.pid for child in left] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+        except psutil.Error:
+            return []
+        left = [child for child in left if child.pid != page_pid]
+        named = []
+        for child in left:
+            with suppress(psutil.Error):
+                named.append(f"{child.pid} ({' '.join(child.cmdline())[:80] or child.name()})")
+                child.kill()
+        psutil.wait_procs(left, timeout=5)  # gone before the next page starts
+        return named
+
     def why_not_started(self) -> str:
         """The last line of the log, for a message."""
         try:
@@ -339,6 +366,10 @@ class DoctestBuilder(Builder):
                 if page_examples.lost:  # said once, at the example that lost it
                     break
                 self.check_block(docname, number, block["book_doctest"], page_examples)
+        left = self.examples.end_leftovers(page_examples.pid)
+        if left:  # as a code cell's page fails for it
+            self.fail(docname, blocks[0].line, f"the page's examples left processes running, now ended: {', '.join(left)}: "
+                                               "an example ends what it starts")
 
     def check_block(self, docname: str, number: int, block: dict, page_examples: PageExamples) -> None:
         try:

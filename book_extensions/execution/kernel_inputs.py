@@ -106,8 +106,9 @@ INPUTS = (
     Input("variables a kernel needs to run", "keyed", "PASSED_AND_KEYED are passed on, and their values are in the digest",
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
     Input("the build's PYTHONPATH", "keyed", "entries outside the repository are passed on after the staged "
-          "package (a GPU machine's wheels); their paths, the content of their .py and .pth files and the "
-          "names of their .dist-info folders are in the digest",
+          "package (a GPU machine's wheels); their paths, the content of their modules (.py, a sourceless .pyc, "
+          "a compiled extension but among installed packages) and .pth files and the names of their .dist-info "
+          "folders are in the digest",
           "test_kernel_inputs.py::test_editing_a_module_on_the_builds_pythonpath_changes_the_cache_name"),
     Input("user configuration files", "neutralised", "HOME, XDG folders, MPLCONFIGDIR, IPYTHONDIR: an empty home "
           "per page; JUPYTER_NO_CONFIG; no user site",
@@ -199,21 +200,28 @@ def installed_packages() -> tuple[str, ...]:
 
 
 def path_entry_digest(digest, entry: str) -> None:
-    """What a kernel can import from a PYTHONPATH entry, by content: each .py and .pth file's
-    path (relative to the entry) and content, and each package's metadata folder by name
-    (``numpy-2.1.0.dist-info``: the version of its compiled parts). An entry that is a file
-    (a zip) is digested whole. The GPU job's entry is the wheels it installed (.ci/gpu-check)."""
+    """What a kernel can import from a PYTHONPATH entry, by content: each module's file (.py,
+    a sourceless .pyc, and, but in a folder of installed packages, a compiled extension) and
+    each .pth file, by path (relative to the entry) and content, and each package's metadata
+    folder by name (``numpy-2.1.0.dist-info``: the version of its compiled parts, which are not
+    read: gigabytes in the GPU job's). An entry that is a file (a zip) is digested whole. The
+    GPU job's entry is the wheels it installed (.ci/gpu-check). Data files a module reads are
+    not keyed (attack 9, case 21 keyed the sourceless and compiled modules)."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
     path = Path(entry)
     if path.is_file():
         digest.update(hashlib.sha256(path.read_bytes()).digest())
         return
+    installed = path.is_dir() and any(name.endswith(".dist-info") for name in os.listdir(path))
+    importable = (".py", ".pyc", ".pth", *(() if installed else EXTENSION_SUFFIXES))
     for folder, subfolders, files in os.walk(path):
         subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
         here = Path(folder)
         for name in subfolders:
             if name.endswith((".dist-info", ".egg-info")):
                 digest.update(f"{(here / name).relative_to(path)}\0".encode())
-        files_digest(digest, sorted(here / f for f in files if f.endswith((".py", ".pth"))), path)
+        files_digest(digest, sorted(here / f for f in files if f.endswith(importable)), path)
 
 
 def kernel_spec_digest(digest) -> None:

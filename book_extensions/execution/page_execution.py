@@ -47,6 +47,7 @@ from .. import build_state
 from ..checks import remote_loads
 from ..configuration.messages import message
 from ..editions import offline_builders
+from ..paths import write_own_file
 from ..records import release_changes
 from ..site import exercises
 from ..site.device_page import device_name
@@ -262,7 +263,7 @@ def write_executions(app: Sphinx) -> None:
         "cache": app.config.nb_execution_cache_path,
     }
     Path(app.doctreedir).mkdir(parents=True, exist_ok=True)
-    Path(app.doctreedir, EXECUTIONS_FILE).write_text(json.dumps(report, indent=1) + "\n")
+    write_own_file(Path(app.doctreedir, EXECUTIONS_FILE), json.dumps(report, indent=1) + "\n")
 
 
 def setup(app: Sphinx) -> None:

@@ -47,7 +47,15 @@ def forks_end_with_this_process() -> None:
     with their kernels until their cell ended (attack 9, case 24)."""
     global _forks_end_with_this_process
     if not _forks_end_with_this_process and hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=end_with_parent)
+        forking = []
+
+        def end_with_forking_parent() -> None:
+            end_with_parent()
+            if os.getppid() != forking[-1]:  # it ended before the signal was asked for
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        os.register_at_fork(before=lambda: forking.append(os.getpid()), after_in_child=end_with_forking_parent,
+                            after_in_parent=lambda: forking.pop())
         _forks_end_with_this_process = True
 
 

@@ -320,7 +320,8 @@ def test_bookmarks_that_do_not_match_the_headings_stop_the_pdf():
 
 @pytest.mark.unit
 @pytest.mark.parametrize("changed", ["torch-releases.txt", ".autocorrectrc", "results/cpu.json", "examples/program.py",
-                                     "docs/terms.en.toml", "docs/en/index.md", "conf.py"])
+                                     "docs/terms.en.toml", "docs/en/index.md", "conf.py",
+                                     "docs/shared/part.md"])  # attack 9, case 3: what pages include from docs/shared/
 def test_an_editions_stamp_changes_with_every_file_its_pages_read(tmp_path, changed):
     """The stamp digests what the html build digests (configuration/site_inputs.py): an edition
     stayed current after the release list changed, which every page reads."""

@@ -66,5 +66,11 @@ def edition_parts(docs: Path, code: str, confdir: Path, config) -> dict[str, str
     """What one language's offline edition is built from, by part: the build's code and record
     inputs and that language's pages (the other language's pages change nothing it prints)."""
     parts = {name: digest_of_files(*where) for name, where in code_inputs(docs, confdir).items()}
+    # What pages include from docs/ outside every language's folder (docs/shared/...): an edit
+    # there left the edition linked as current (attack 9, case 3). Files a page includes from
+    # outside docs/ and examples/ are not in it.
+    languages = {language["code"] if isinstance(language, dict) else language.code for language in config.book_languages}
+    shared = sorted(path for path in docs.iterdir() if path.is_dir() and path.name not in languages) if docs.is_dir() else []
     return {**parts, "records": digest_of_files(*record_inputs(confdir, config)),
-            "pages": digest_of_files((docs / code, "**/*"))}
+            "pages": digest_of_files((docs / code, "**/*")),
+            "shared pages": digest_of_files(*((folder, "**/*") for folder in shared))}

@@ -140,17 +140,20 @@ def test_a_chinese_header_breaks_between_its_words_only():
         return nodes.entry("", nodes.paragraph("", "", *children))
 
     head = nodes.row("", entry(nodes.Text("共享版本计数器")), entry(nodes.Text("结果的 "), nodes.literal("grad_fn", "grad_fn")),
-                     entry(nodes.Text("tool")))
-    body = nodes.row("", entry(nodes.Text("计算图")), entry(nodes.Text("x")), entry(nodes.Text("y")))
+                     entry(nodes.Text("tool")), entry(nodes.Text("原计算图的反向传播")))
+    body = nodes.row("", entry(nodes.Text("计算图")), entry(nodes.Text("x")), entry(nodes.Text("y")), entry(nodes.Text("z")))
     table = nodes.table("", nodes.tgroup("", nodes.thead("", head), nodes.tbody("", body)))
     break_headers_between_words(SimpleNamespace(builder=SimpleNamespace()), table)
     shown = [["|" if isinstance(node, wbr) else node.astext() for node in cell.children[0].children] for cell in head.children]
-    assert shown == [["共享", "|", "版本", "|", "计数器"], ["结果", "|", "的", "|", " ", "grad_fn"], ["tool"]]
+    # No line starts with 的 (helper-101): it stays with the word before it. (Here jieba lacks the
+    # book's terms, which a build's Chinese search gives it: 计算图, 反向传播 stay whole there.)
+    assert shown == [["共享", "|", "版本", "|", "计数器"], ["结果的", "|", " ", "grad_fn"], ["tool"],
+                     ["原", "|", "计算", "|", "图的", "|", "反向", "|", "传播"]]
     def text(node):
         return "".join(part.astext() for part in node.findall(nodes.Text))
 
-    assert text(body) == "计算图xy" and not list(body.findall(wbr))  # the body is left alone
-    assert text(head) == "共享版本计数器结果的 grad_fntool"  # what is searched and compared is the same text
+    assert text(body) == "计算图xyz" and not list(body.findall(wbr))  # the body is left alone
+    assert text(head) == "共享版本计数器结果的 grad_fntool原计算图的反向传播"  # what is searched and compared is the same
 
 
 @pytest.mark.unit

@@ -365,6 +365,8 @@ class FoldInputs(SphinxPostTransform):
 
 
 HAN_TEXT = re.compile(f"[{HAN}]")
+# Words jieba cuts apart that a Chinese line does not start with: they go with the word before.
+TRAILING_PARTICLES = {"的", "后", "之", "了", "地", "得", "中", "时"}
 
 
 def chinese_words(app: Sphinx, text: str) -> list[str]:
@@ -388,8 +390,14 @@ def break_headers_between_words(app: Sphinx, table: nodes.table) -> None:
         for text in list(head.findall(nodes.Text)):
             if isinstance(text.parent, nodes.literal) or not HAN_TEXT.search(text):
                 continue
-            pieces: list[nodes.Node] = []
+            words: list[str] = []
             for word in chinese_words(app, str(text)):
+                if words and word in TRAILING_PARTICLES:
+                    words[-1] += word  # 原计算图的 / 反向传播: no line starts with 的 (helper-101)
+                else:
+                    words.append(word)
+            pieces: list[nodes.Node] = []
+            for word in words:
                 pieces += [wbr(), nodes.Text(word)] if pieces else [nodes.Text(word)]
             text.parent.replace(text, pieces)
 

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..execution.processes import hold_lock
+from ..execution.processes import hold_lock, note_holder
 
 LOCK = "book-build.lock"
 # Beside each: the lock Sphinx and its parallel readers hold (pass_fds), so that a driver killed
@@ -60,10 +60,9 @@ def hold_build_locks(args: argparse.Namespace, holder: str = "") -> tuple[BuildL
             if lock is None:
                 problem = busy(folder / name, using, option, preview=bool(holder))
                 break
-            os.ftruncate(lock, 0)
             # Who holds it and its process, for a refused build to say (a preview execs into
             # sphinx-autobuild: the same process).
-            os.pwrite(lock, f"{holder}\n{os.getpid()}\n".encode(), 0)
+            note_holder(lock, holder)
             held.append(lock)
         if problem is not None:
             break

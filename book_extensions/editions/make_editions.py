@@ -357,11 +357,6 @@ def make_pdf(args: argparse.Namespace) -> int:
     if not os.path.exists(chromium_path()):
         print("error: Chromium is missing (apt-get install chromium, or set CHROMIUM)", file=sys.stderr)
         return 2
-    problems = start_problems(args)
-    for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
-    if problems:
-        return 2
     sources = digests(args)
     return sphinx_build(args, "singlehtml", lambda: print_pdfs(args, sources))
 
@@ -404,11 +399,6 @@ def epubcheck(path: Path) -> list[str]:
 
 
 def make_epub(args: argparse.Namespace) -> int:
-    problems = start_problems(args)
-    for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
-    if problems:
-        return 2
     sources = digests(args)
     return sphinx_build(args, "epub", lambda: check_and_copy_epubs(args, sources))
 
@@ -442,4 +432,9 @@ def check_and_copy_epubs(args: argparse.Namespace, sources: dict[str, str]) -> i
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    problems = start_problems(args)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 2
     return make_pdf(args) if args.kind == "pdf" else make_epub(args)

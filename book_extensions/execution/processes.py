@@ -105,6 +105,13 @@ def hold_lock(path: Path) -> int | None:
     return fd
 
 
+def note_holder(lock: int, holder: str) -> None:
+    """Write who holds ``lock`` (its description, and this process's pid) into it, for a refused
+    build to say (build_locks.busy reads it)."""
+    os.ftruncate(lock, 0)
+    os.pwrite(lock, f"{holder}\n{os.getpid()}\n".encode(), 0)
+
+
 # The live preview (commands/serve.py) holds a build's locks, but sphinx-autobuild starts each of
 # its Sphinx runs with no file of the preview's and no parent-death signal: a preview killed while
 # Sphinx ran left that run writing the shared execution cache with no lock held (attack 8, case
@@ -156,7 +163,7 @@ def hold_preview_locks() -> str | None:
     named, preview = os.environ.get(PREVIEW_LOCKS), os.environ.get(PREVIEW_PID, "")
     if not named or _preview_locks:
         return None
-    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the parent: the preview, or its worker
+    end_with_parent()  # the parent: the preview, or its worker
     if not preview.isdigit() or int(preview) not in ancestors() or not end_with(int(preview)):
         return f"the live preview (pid {preview}) has ended"
     for name in named.split(os.pathsep):
@@ -166,7 +173,6 @@ def hold_preview_locks() -> str | None:
             return f"cannot lock {name}: {error.strerror or error}"
         if lock is None:
             return f"another process holds {name}: the live preview's Sphinx waits for no build; stop the preview and build"
-        os.ftruncate(lock, 0)
-        os.pwrite(lock, f"the live preview (`nox -s serve`, pid {preview})\n{os.getpid()}\n".encode(), 0)
+        note_holder(lock, f"the live preview (`nox -s serve`, pid {preview})")
         _preview_locks.append(lock)
     return None

@@ -38,6 +38,7 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from ..myst_source import HAN
+from .search import chinese_words
 
 # Where a long piece of code may break: before ".attr", after "::", "/", an opening
 # "(" (never inside "()") and the "=" of "name=value" (a value that is a word, a literal
@@ -367,20 +368,6 @@ class FoldInputs(SphinxPostTransform):
 HAN_TEXT = re.compile(f"[{HAN}]")
 # Words jieba cuts apart that a Chinese line does not start with: they go with the word before.
 TRAILING_PARTICLES = {"的", "后", "之", "了", "地", "得", "中", "时"}
-
-
-def chinese_words(app: Sphinx, text: str) -> list[str]:
-    """``text`` cut into words by jieba, which the Chinese search has told the book's terms
-    (so that 计算图 stays one word)."""
-    import logging
-
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)  # its progress lines would break a quiet build's output
-    language = getattr(getattr(app.builder, "indexer", None), "lang", None)
-    if language is not None and hasattr(language, "split"):
-        language.split("")  # its first call adds the book's terms to jieba's dictionary
-    return jieba.lcut(text)
 
 
 def break_headers_between_words(app: Sphinx, table: nodes.table) -> None:

@@ -87,11 +87,9 @@ class LazyChineseSearch(SearchChinese):
 
     def split(self, input: str) -> list[str]:
         if self._user_dict or self._words:
-            from jieba import add_word, load_userdict, setLogLevel
+            from jieba import add_word, load_userdict
 
-            # Quiet, whichever loads jieba's dictionary first: this or warm_up_segmenter (a
-            # build of Chinese alone has no reading turn to warm it up in).
-            setLogLevel(logging.WARNING)
+            quiet_jieba()  # this may load jieba's dictionary first (no warm-up without a reading turn)
             if self._user_dict:
                 load_userdict(self._user_dict)
             for word in self._words:
@@ -103,6 +101,25 @@ class LazyChineseSearch(SearchChinese):
         return len(stemmed_word) > 1 or stemmed_word.isascii()
 
 
+def quiet_jieba():
+    """jieba, its progress lines silenced (they would break a quiet build's output): whichever
+    use loads its dictionary first."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba
+
+
+def chinese_words(app: Sphinx, text: str) -> list[str]:
+    """``text`` cut into words by jieba, told the book's terms as the Chinese search is (so
+    that 计算图 stays one word)."""
+    jieba = quiet_jieba()
+    language = getattr(getattr(app.builder, "indexer", None), "lang", None)
+    if isinstance(language, LazyChineseSearch):
+        language.split("")  # its first call adds the book's terms to jieba's dictionary
+    return jieba.lcut(text)
+
+
 def warm_up_segmenter(app: Sphinx) -> None:
     """For a Chinese build, load jieba's dictionary (0.6 s) in a thread now: called while the
     build waits for its reading turn (execution/page_execution.py), time it otherwise spends
@@ -111,10 +128,7 @@ def warm_up_segmenter(app: Sphinx) -> None:
         return
 
     def load() -> None:
-        import jieba
-
-        jieba.setLogLevel(logging.WARNING)  # its progress lines would break a quiet build's output
-        jieba.initialize()
+        quiet_jieba().initialize()
 
     threading.Thread(target=load, daemon=True).start()
 

@@ -189,7 +189,7 @@ class ExamplesServer:
         named = []
         for child in left:
             with suppress(psutil.Error):
-                named.append(f"{child.pid} ({' '.join(child.cmdline())[:80] or child.name()})")
+                named.append(f"{child.pid} ({(processes.command_line(child.cmdline()) or child.name())[:80]})")
                 child.kill()
         psutil.wait_procs(left, timeout=5)  # gone before the next page starts
         return named

@@ -64,6 +64,13 @@ def end_with_parent() -> None:
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def command_line(argv: list[str]) -> str:
+    """A process's command line as a message shows it: the program by its name, not its folder
+    (a build's interpreter path is long, names the build machine and says nothing about the
+    page), then its arguments. "" for an empty one (a process caught in exec)."""
+    return " ".join([Path(argv[0]).name, *argv[1:]]) if argv else ""
+
+
 def stop(processes, grace: float = 3) -> None:
     """Terminate, then kill after ``grace`` seconds, ``processes`` (psutil.Process); read their
     exit codes (which ends zombies too).

@@ -80,7 +80,7 @@ from . import kernel_inputs, running_cells
 from .cache_key import CACHE_LOCK
 from .cell_checks import cell_line, output_size, too_much_output
 from .code_comments import code_of
-from .processes import adopt_orphans, stop
+from .processes import adopt_orphans, command_line, stop
 
 # A control character other than \t, \n, \r, unless it starts an ANSI colour (SGR) sequence,
 # which myst-nb renders as colour. Browsers show the rest as nothing, or as a box. So too the
@@ -332,7 +332,7 @@ class PageProcesses:
         for process in set(self.this.children(recursive=True)) - self.builds:
             with suppress(psutil.Error):  # ended meanwhile
                 if process.pid != self.kernel_pid and process.status() != psutil.STATUS_ZOMBIE:
-                    command = " ".join(process.cmdline())
+                    command = command_line(process.cmdline())
                     if process not in self.started:
                         self.started[process] = (cell_index, command or process.name())
                         if not command:  # caught in exec, its command line not yet readable

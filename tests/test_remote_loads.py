@@ -190,6 +190,32 @@ def test_a_page_found_clean_by_other_rules_is_scanned_again(tmp_path, monkeypatc
 
 
 @pytest.mark.unit
+def test_a_content_found_clean_in_one_build_is_not_scanned_in_another(tmp_path, monkeypatch):
+    # Each new build folder copies the same theme sheets: their verdict is kept by content
+    # (with the rules and the host) in a folder all builds share, and only a clean one.
+    from book_extensions.checks import remote_loads
+
+    shared = tmp_path / "shared"
+    sheet, bad = "a { color: red }", "a { background: url(https://img.example/a.png) }"
+    for build in ("one", "two"):
+        (tmp_path / build).mkdir()
+        (tmp_path / build / "a.css").write_text(sheet, encoding="utf8")
+        (tmp_path / build / "b.css").write_text(bad, encoding="utf8")
+    scanned = []
+    real = remote_loads.remote_loads
+    monkeypatch.setattr(remote_loads, "remote_loads", lambda path, host="": scanned.append(path.name) or real(path, host))
+    problem = [("b.css", "loads https://img.example/a.png")]
+    assert check_site(tmp_path / "one", "", None, shared, "rules 1") == problem
+    assert check_site(tmp_path / "two", "", None, shared, "rules 1") == problem
+    assert scanned == ["a.css", "b.css", "b.css"]  # the problem is found again, every time
+    assert check_site(tmp_path / "two", "book.example", None, shared, "rules 1") == problem
+    assert check_site(tmp_path / "two", "", None, shared, "rules 2") == problem  # other rules: scanned again
+    assert scanned[3:] == ["a.css", "b.css", "a.css", "b.css"]
+    (tmp_path / "two" / "a.css").write_text(bad, encoding="utf8")  # the same name, other bytes
+    assert check_site(tmp_path / "two", "", None, shared, "rules 1") == [("a.css", problem[0][1]), *problem]
+
+
+@pytest.mark.unit
 def test_this_sites_own_host_is_not_another():
     assert url_problem("https://book.example/_static/a.js", own_host="book.example") is None
     assert url_problem("//book.example/a.png", own_host="book.example") is None

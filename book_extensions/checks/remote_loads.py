@@ -37,6 +37,7 @@ attribute, anything shaped like an absolute URL. A link the reader follows (``<a
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import json
@@ -412,26 +413,43 @@ def remote_loads(path: Path, own_host: str = "") -> list[str]:
     return finder.found
 
 
-def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None) -> list[tuple[str, str]]:
+def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None,
+               shared: Path | None = None, rules: str = "") -> list[tuple[str, str]]:
     """(file relative to outdir, problem) for every remote load in a built site.
 
     ``known_clean`` maps files found clean before to the digest of their contents; those
     are skipped while unchanged (Sphinx copies the static files again at every build, and
     first_paint rewrites pages, with the same bytes), and the map is updated in place.
+    ``shared``, a folder that other builds' checks use too, keeps one empty file per clean
+    content, named by the digest of ``rules``, the host, the kind of file and its bytes: a
+    verdict depends on nothing else, and every new build folder copies the same theme sheets
+    (tokenizing them was a third of a small book's checks after the build).
     """
     problems = []
     known_clean = {} if known_clean is None else known_clean
     for path in sorted(outdir.rglob("*")):
         if path.suffix in (".html", ".css", ".svg") and path.is_file():
             rel = path.relative_to(outdir).as_posix()
-            stamp = hashlib.sha256(path.read_bytes()).hexdigest()
+            data = path.read_bytes()
+            stamp = hashlib.sha256(data).hexdigest()
             if known_clean.get(rel) == stamp:
                 continue
+            marker = None
+            if shared is not None:
+                key = hashlib.sha256(f"{rules}\0{own_host}\0{path.suffix}\0".encode() + data)
+                marker = shared / key.hexdigest()
+                if marker.is_file():
+                    known_clean[rel] = stamp
+                    continue
             found = [(rel, problem) for problem in remote_loads(path, own_host)]
             if found:
                 known_clean.pop(rel, None)
             else:
                 known_clean[rel] = stamp
+                if marker is not None:
+                    with contextlib.suppress(OSError):  # not kept: checked again next time
+                        marker.parent.mkdir(parents=True, exist_ok=True)
+                        marker.touch()
             problems += found
     return problems
 
@@ -443,9 +461,15 @@ def check_build(app: Sphinx) -> None:
     # is scanned again when it is rewritten, and until it is clean.
     # A verdict holds for the rules that gave it: the record names this module's digest, and
     # another version of the rules scans every file again.
+    # Clean contents found by other builds are kept beside the trimmed sheets: the same store.
+    import tinycss2
+
+    from ..site.asset_trimming import trimming_store
+
     record = Path(app.doctreedir) / f"book-offline-clean-{own_host or 'relative'}.json"
-    with known_clean(record, hashlib.sha256(Path(__file__).read_bytes()).hexdigest()) as clean:
-        problems = check_site(outdir, own_host, clean)
+    rules = hashlib.sha256(Path(__file__).read_bytes() + tinycss2.__version__.encode()).hexdigest()
+    with known_clean(record, rules) as clean:
+        problems = check_site(outdir, own_host, clean, trimming_store(app) / "offline-clean", rules)
     for rel, problem in problems:
         logger.warning(
             f"{outdir.name}/{rel} {problem}: the site loads nothing from another host, and works offline",

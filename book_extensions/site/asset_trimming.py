@@ -611,12 +611,14 @@ def remember(record: Path | None, key: str, static: Path, trimmed: dict[str, str
 
 TRIM_RECORD = "book-trimmed-sheets.json"  # in the doctrees: never published
 # Beside the execution caches, which every build of the machine shares: the themes' sheets
-# parsed and their fonts cut, by digest.
+# parsed and their fonts cut, by digest; and the contents the offline check found clean
+# (checks/remote_loads.py, in offline-clean/).
 TRIMMING_STORE = "trimming-store"
 
 
 def trimming_store(app: Sphinx) -> Path:
-    """The store of :func:`parsed_sheet` and :func:`subset_icon_fonts`: beside the execution
+    """The store of :func:`parsed_sheet`, :func:`subset_icon_fonts` and the offline check's
+    verdicts (remote_loads.check_build): beside the execution
     caches, or the folder BOOK_TRIMMING_STORE names (the test suite's builds, each with a cache
     of its own, share one)."""
     return Path(os.environ.get("BOOK_TRIMMING_STORE") or Path(app.config.book_cache_root) / TRIMMING_STORE)

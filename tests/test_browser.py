@@ -198,4 +198,14 @@ def test_what_changed_between_releases_is_marked(browser, site, language, width)
     shown = page.evaluate("""() => [...document.querySelectorAll('details.book-release-output')]
       .map(fold => fold.textContent.replace(fold.querySelector('summary').textContent, '').trim())""")
     assert shown and all(shown), shown
+    # A summary that wraps hangs its lines under its first line's text: a second line began
+    # under the marker (▸ ≠). Each line's left edge, from the summary's own text.
+    lines = page.evaluate("""() => [...document.querySelectorAll('details.book-release-output > summary')].map(summary => {
+      const range = document.createRange();
+      range.selectNodeContents(summary);
+      return [...range.getClientRects()].filter(rect => rect.width > 0).map(rect => Math.round(rect.left));
+    })""")
+    assert all(len(set(lefts)) == 1 for lefts in lines), lines
+    if language == "en" and width == 375:
+        assert any(len(lefts) > 1 for lefts in lines), lines  # a summary that wraps was measured
     context.close()

@@ -409,8 +409,10 @@
     if (!article) return null;
     article
       // The "Check yourself" doctests (pycon) rank the page, but a result links to the
-      // section that explains, not to the quiz that restates it.
-      .querySelectorAll(".headerlink, script, style, button, nav, .no-search, .highlight-pycon")
+      // section that explains, not to the quiz that restates it. A table cell's label (a
+      // phone's card repeats its column's header, site/readable_layout.py) is not the page's
+      // text: an excerpt ran it into the cell ("与源张量共享存储True").
+      .querySelectorAll(".headerlink, script, style, button, nav, .no-search, .highlight-pycon, .book-cell-label")
       .forEach((element) => element.remove());
     let text = "";
     const starts = []; // [offset, innermost section], in reading order

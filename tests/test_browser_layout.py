@@ -116,6 +116,36 @@ def test_tables_read_without_scrolling_sideways(browser, site, book, language, w
         assert tables_on_a_phone >= 2  # not every table is cards: those that fit stay tables
 
 
+# Each table whose box scrolls sideways, and the page's own width.
+SIDEWAYS = """() => ({tables: [...document.querySelectorAll('.bd-article table')]
+    .map(table => table.closest('.pst-scrollable-table-container') || table.parentElement)
+    .filter(box => box.scrollWidth > box.clientWidth + 1)
+    .map(box => box.textContent.trim().slice(0, 40)),
+  page: document.scrollingElement.scrollWidth})"""
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_phone_held_sideways_scrolls_no_table(browser, site, book, language):
+    """Between the phone and the tablet (641 to 704 px: a phone held sideways), which the
+    sweeps' widths skip: the cheat sheet's seven columns scrolled inside their box by up to
+    57 px, and now are cards up to 44rem, as on a phone."""
+    pages = sorted(path.name for path in (book.site() / language).glob("*.html")
+                   if "book-wide" in path.read_text(encoding="utf8"))
+    assert "cheat-sheet.html" in pages
+    context = browser.new_context(base_url=site, viewport={"width": 641, "height": 900})
+    page = context.new_page()
+    problems = []
+    for name in pages:
+        visit(page, f"/{language}/{name}")
+        for width in (641, 672, 704, 705):
+            page.set_viewport_size({"width": width, "height": 900})
+            found = page.evaluate(SIDEWAYS)
+            if found["tables"] or found["page"] > width:
+                problems.append((name, width, found))
+    context.close()
+    assert problems == []
+
+
 def test_tables_are_still_tables_to_a_screen_reader(browser, site):
     """On a phone the card layout keeps the table's roles; the labels are not read twice."""
     context = browser.new_context(base_url=site, viewport={"width": 375, "height": 900})

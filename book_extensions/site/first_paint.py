@@ -119,19 +119,21 @@ def without_dropped(nodes: list[asset_trimming.Node]) -> list[asset_trimming.Nod
             for node in nodes if not (node.children is None and QUOTED_TRANSITION.match(node.prelude))]
 
 
-def read_sheet(root: Path, path: str, seen: set[str]) -> list[tuple[str, list[asset_trimming.Node]]]:
+def read_sheet(root: Path, path: str, seen: set[str], store: Path | None = None) -> list[tuple[str, list[asset_trimming.Node]]]:
     """(sheet path, its rules) for the sheet at ``path`` and, in their place, the sheets it
-    ``@import``\\ s (without a media condition; one with a condition stays an @import)."""
+    ``@import``\\ s (without a media condition; one with a condition stays an @import).
+    ``store``: asset_trimming's, where the themes' sheets are kept parsed."""
     if path in seen or not (root / path).is_file():
         return []
     seen.add(path)
     found: list[tuple[str, list[asset_trimming.Node]]] = []
     rules: list[asset_trimming.Node] = []
-    for node in without_dropped(asset_trimming.parse((root / path).read_text(encoding="utf8"))):
+    for node in without_dropped(asset_trimming.parsed_sheet((root / path).read_text(encoding="utf8"), store)):
         imported = IMPORT.match(node.prelude) if node.children is None and node.prelude.lower().startswith("@import") else None
         if imported and not imported.group(2).strip() and local(imported.group(1)):
             found.append((path, rules))
-            found.extend(read_sheet(root, posixpath.normpath(posixpath.join(posixpath.dirname(path), imported.group(1))), seen))
+            found.extend(read_sheet(root, posixpath.normpath(posixpath.join(posixpath.dirname(path), imported.group(1))),
+                                    seen, store))
             rules = []
         elif not (node.children is None and node.prelude.lower().startswith(("@import", "@charset"))):
             rules.append(node)
@@ -139,7 +141,8 @@ def read_sheet(root: Path, path: str, seen: set[str]) -> list[tuple[str, list[as
     return [(name, nodes) for name, nodes in found if nodes]
 
 
-def rewrite(page: str, page_path: str, root: Path, scripts: list[str], cache: dict, every_script: str = "") -> str:
+def rewrite(page: str, page_path: str, root: Path, scripts: list[str], cache: dict, every_script: str = "",
+            store: Path | None = None) -> str:
     """``page`` (at ``page_path`` from ``root``) with its CSS inline and its head's
     scripts deferred. ``scripts`` are the book's own (their strings count as classes);
     ``every_script`` is the text of all the site's scripts, whose custom properties stay
@@ -159,7 +162,7 @@ def rewrite(page: str, page_path: str, root: Path, scripts: list[str], cache: di
     for _, href in links:
         path = posixpath.normpath(posixpath.join(page_dir, href.split("?")[0].split("#")[0]))
         if path not in cache:
-            cache[path] = read_sheet(root, path, set())
+            cache[path] = read_sheet(root, path, set(), store)
         sheets.extend(cache[path])
     words = asset_trimming.vocabulary([page], scripts)
     kept = {index: asset_trimming.keep_rules([copy(node) for node in nodes], words) for index, (_, nodes) in enumerate(sheets)}
@@ -255,7 +258,7 @@ def defer_scripts(head: str, root: Path, page_dir: str) -> str:
     return "".join(out)
 
 
-def rewrite_site(outdir: Path, record: Path | None = None) -> tuple[int, int, int]:
+def rewrite_site(outdir: Path, record: Path | None = None, store: Path | None = None) -> tuple[int, int, int]:
     """Every page of ``outdir`` rewritten; (pages, pages rewritten now, largest inline CSS in bytes).
 
     With ``record`` (a file beside the doctrees), a page is rewritten only when it changed
@@ -293,7 +296,7 @@ def rewrite_site(outdir: Path, record: Path | None = None) -> tuple[int, int, in
         if done.get(relative.as_posix()) == digest:
             new = page
         else:
-            new = rewrite(page, relative.as_posix(), outdir, scripts, cache, every_script)
+            new = rewrite(page, relative.as_posix(), outdir, scripts, cache, every_script, store)
             if new != page:
                 path.write_text(new, encoding="utf8")
                 digest = hashlib.sha256(new.encode()).hexdigest()
@@ -308,5 +311,6 @@ def rewrite_site(outdir: Path, record: Path | None = None) -> tuple[int, int, in
 
 
 def inline_first_paint(app: Sphinx) -> None:
-    pages, rewritten, largest = rewrite_site(Path(app.outdir), Path(app.doctreedir) / RECORD)
+    pages, rewritten, largest = rewrite_site(Path(app.outdir), Path(app.doctreedir) / RECORD,
+                                             asset_trimming.trimming_store(app))
     logger.info(f"first paint: {pages} pages ({rewritten} rewritten now), inline CSS at most {largest // 1024} KB")

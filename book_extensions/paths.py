@@ -8,6 +8,7 @@ Standard library only, and importing nothing of the package: the noxfile, the bu
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from contextlib import suppress
@@ -30,6 +31,15 @@ FOLDER_OPTIONS = {
     "--results": (RESULTS, "the records of every cell's outputs"),
     "--confdir": (ROOT, "the folder with conf.py"),
 }
+
+
+# Folders of each language's site that hold no pages: the offline editions' (replaced whole when
+# they are copied in: attack 9, case 31) and, starting with "_", Sphinx's and the book's own
+# (_static, _sources, _images, _notebooks...). A page may not be written there
+# (checks/page_sources.py), and the checks of a site's pages leave them out (build.site_pages;
+# attack 9, case 9: a page under _extra/ had no twin checked). Matched against a page's name
+# without its suffix, or a site file's path, relative to its language's folder.
+RESERVED_FOLDER = re.compile(r"(offline|_[^/]*)/.*|.*/_[^/]*/.*")
 
 
 def add_folder_options(parser, *flags: str, helps: dict[str, str] | None = None) -> None:

@@ -732,11 +732,14 @@ def test_every_builder_but_html_writes_every_page(tmp_path):
 @pytest.mark.unit
 def test_a_kept_language_must_have_the_pages_of_the_language_built(tmp_path):
     work = tmp_path / "cpu" / "html-work" / "en"
-    for name in ("index.html", "a.html", "sub/b.html", "_static/x.html", "_sources/index.md.txt"):
+    # The folders of paths.RESERVED_FOLDER hold no pages: the offline editions', and those starting with "_".
+    for name in ("index.html", "a.html", "sub/b.html", "_static/x.html", "_sources/index.md.txt",
+                 "offline/en.html", "sub/_extra/c.html"):
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text("")
     built = {"en": {}}
-    same = {"languages": {"zh": {"index.html": "", "a.html": "", "sub/b.html": "", "_static/y.html": ""}}}
+    same = {"languages": {"zh": {"index.html": "", "a.html": "", "sub/b.html": "", "_static/y.html": "",
+                                 "offline/zh.html": ""}}}
     assert driver.unmatched_pages(tmp_path / "cpu", built, same) == []
     other = {"languages": {"zh": {"index.html": "", "sub/b.html": "", "gone.html": ""}}}
     assert driver.unmatched_pages(tmp_path / "cpu", built, other) == [

@@ -27,6 +27,7 @@ from sphinx.util import logging
 
 from ..execution import page_state
 from ..myst_source import code_cells, not_utf8
+from ..paths import RESERVED_FOLDER
 
 logger = logging.getLogger(__name__)
 
@@ -253,11 +254,6 @@ def refuse_long_names(app: Sphinx, env, docnames: list[str]) -> None:
 # The pages Sphinx's HTML builder writes itself, in each language's folder: a page of the book
 # with one of these names was silently replaced by Sphinx's (attack 8, cases 15 and 25a).
 SPHINX_PAGES = re.compile(r"(search|genindex|[a-z]+-modindex)")
-# Folders of each language's site that are not pages': the offline editions' (replaced whole when
-# they are copied in: attack 9, case 31) and, starting with "_", Sphinx's and the book's own
-# (_static, _sources, _images, _notebooks...), which the checks of a site's pages leave out
-# (attack 9, case 9: a page under _extra/ had no twin checked).
-RESERVED_FOLDER = re.compile(r"(offline|_[^/]*)/.*|.*/_[^/]*/.*")
 
 
 def page_name_problem(docname: str) -> str | None:

@@ -86,7 +86,7 @@ from ..configuration.site_inputs import digest_of
 from ..execution import processes, running_cells
 from ..execution.cache_key import KernelMismatch, cache_dir, check_kernel, unreadable_cache, unwritable_cache
 from ..myst_source import not_utf8
-from ..paths import PACKAGE, add_folder_options, shown
+from ..paths import PACKAGE, RESERVED_FOLDER, add_folder_options, shown
 from . import publish
 from .build_locks import hold_build_locks
 from .last_build import (
@@ -666,8 +666,8 @@ def changed_kept_sites(device_dir: Path, kept: list[str], before: dict, now: dic
 
 
 def site_pages(files: Iterable[str]) -> set[str]:
-    """The pages among a language's site files (not the ``_static/``, ``_sources/``... folders)."""
-    return {name for name in files if name.endswith(".html") and not any(part.startswith("_") for part in name.split("/"))}
+    """The pages among a language's site files (not those of paths.RESERVED_FOLDER)."""
+    return {name for name in files if name.endswith(".html") and not RESERVED_FOLDER.fullmatch(name)}
 
 
 def unmatched_pages(device_dir: Path, built: dict, now: dict) -> list[str]:

@@ -116,19 +116,23 @@ def test_tables_read_without_scrolling_sideways(browser, site, book, language, w
         assert tables_on_a_phone >= 2  # not every table is cards: those that fit stay tables
 
 
-# Each table whose box scrolls sideways, and the page's own width.
+# Each table whose box scrolls sideways, the page's own width, and each table marked too wide
+# for a phone: [its columns, whether it is laid out as a table].
 SIDEWAYS = """() => ({tables: [...document.querySelectorAll('.bd-article table')]
     .map(table => table.closest('.pst-scrollable-table-container') || table.parentElement)
     .filter(box => box.scrollWidth > box.clientWidth + 1)
     .map(box => box.textContent.trim().slice(0, 40)),
-  page: document.scrollingElement.scrollWidth})"""
+  page: document.scrollingElement.scrollWidth,
+  wide: [...document.querySelectorAll('.bd-article table.book-wide')]
+    .map(table => [table.rows[0].cells.length, getComputedStyle(table).display === 'table'])})"""
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_a_phone_held_sideways_scrolls_no_table(browser, site, book, language):
     """Between the phone and the tablet (641 to 704 px: a phone held sideways), which the
     sweeps' widths skip: the cheat sheet's seven columns scrolled inside their box by up to
-    57 px, and now are cards up to 44rem, as on a phone."""
+    57 px, and now are cards up to 44rem, as on a phone; the narrower wide tables fit, and
+    stay tables."""
     pages = sorted(path.name for path in (book.site() / language).glob("*.html")
                    if "book-wide" in path.read_text(encoding="utf8"))
     assert "cheat-sheet.html" in pages
@@ -142,6 +146,9 @@ def test_a_phone_held_sideways_scrolls_no_table(browser, site, book, language):
             found = page.evaluate(SIDEWAYS)
             if found["tables"] or found["page"] > width:
                 problems.append((name, width, found))
+            for columns, as_table in found["wide"]:
+                if as_table != (columns < 7 or width > 704):
+                    problems.append((name, width, columns, "a table" if as_table else "cards"))
     context.close()
     assert problems == []
 

@@ -193,9 +193,10 @@ def letters(text: str) -> str:
     ("zh", "detach 和 data 区别"),
     ("zh", "怎么冻结某一层"),
     ("en", CASES[0][1]),  # the pasted in-place error
-    # An excerpt of a table: its cells' labels ran into their values ("工具.data 与源张量共…").
+    # An excerpt of a table: its cells' labels ran into their values ("工具.data 与源张量共…",
+    # "packagetorch version2.15.0 packagePython version…").
     ("zh", "速查表 原地修改结果后的反向传播"),
-    ("en", "cheat sheet backward after an in-place edit of the result"),
+    ("en", "how this book was built package version sphinx"),
 ])
 def test_excerpts_are_the_pages_own_text(page, language, query):
     # Sphinx took excerpts from everything in role="main", the theme's colour menu
@@ -220,6 +221,19 @@ def test_excerpts_are_the_pages_own_text(page, language, query):
                     return article.textContent; })""".replace("NOT_SEARCHED", repr(NOT_SEARCHED)), url))
         words = letters(excerpt)
         assert words and words in texts[url], (href, excerpt)
+
+
+@pytest.mark.parametrize("language, query, summary_end", [
+    ("en", "differs from the above Gloo Rank 0", "above)"),
+    ("zh", "与上面不同 Gloo Rank 0", "不同）"),
+])
+def test_an_excerpt_ends_a_folds_summary_before_its_output(page, language, query, summary_end):
+    # A fold of another release's output (records/release_changes.py) wrote its <pre> right
+    # after its </summary>: excerpts read "(differs from the above)[Gloo] Rank 0…".
+    search_results(page, language, query)
+    excerpts = [result["excerpt"] for result in shown_results(page, excerpts=3)[:3]]
+    assert any(summary_end in excerpt for excerpt in excerpts), excerpts
+    assert not [excerpt for excerpt in excerpts if re.search(re.escape(summary_end) + r"\S", excerpt)], excerpts
 
 
 def text_start(page, form: str) -> dict:

@@ -210,7 +210,9 @@ def _html_details(self, node):
 
 
 def _html_summary(self, node):
-    self.body.append(f"<summary>{escape(node.astext())}</summary>")
+    # The line break is the summary's end to anything that reads the page's text: the search's
+    # excerpts ran it into the output ("(differs from the above)8…").
+    self.body.append(f"<summary>{escape(node.astext())}</summary>\n")
     raise nodes.SkipNode
 
 

@@ -113,6 +113,18 @@ def test_what_a_pages_examples_leave_running_is_ended_and_named(server):
     assert server.end_leftovers(pid) == []
 
 
+def test_a_process_is_named_in_one_line_by_its_program():
+    # Attack 10: a program named with newlines made the "left running" warning three lines;
+    # one named "" or "/" lost its name.
+    from book_extensions.execution.processes import command_line
+
+    assert command_line([sys.executable, "-c", "pass"]) == f"{Path(sys.executable).name} -c pass"
+    assert command_line(["a\nb\tc", "1"]) == "a b c 1"
+    assert command_line(["/", "1"]) == "/ 1"
+    assert command_line(["/tmp/dir/", "x"]) == "dir x"
+    assert command_line([]) == ""
+
+
 def test_an_example_cannot_answer_for_another_pages_examples(server):
     # helper-97's takeover: an example read its request's id from the serving loop's frame and
     # answered every later request, of every page, with what the page wanted. Each page now has

@@ -151,11 +151,15 @@ def test_an_output_shown_from_this_site_passes(mime_type, data):
     # An SVG file of the site (a page's own image) loads when a reader opens it.
     ("_images/f.svg", '<svg xmlns="http://www.w3.org/2000/svg"><image href="https://img.example/f.png"/></svg>',
      "f.png (<image href>)"),
+    # ... whatever the case of its suffix, which a server types alike (attack 10: pic.SVG passed).
+    ("_images/g.SVG", '<svg xmlns="http://www.w3.org/2000/svg"><image href="https://img.example/g.png"/></svg>',
+     "g.png (<image href>)"),
+    ("page.HTML", '<img src="https://img.example/h.png" alt="h">', "h.png (<img src>)"),
 ])
 def test_the_site_scan_sees_what_a_browser_loads_from_raw_html_and_svg_files(tmp_path, name, text, cause):
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text if name.endswith(".svg") else f"<html><body>{text}</body></html>", encoding="utf8")
+    path.write_text(text if name.lower().endswith(".svg") else f"<html><body>{text}</body></html>", encoding="utf8")
     assert check_site(tmp_path) == [(name, f"loads https://img.example/{cause}")]
 
 

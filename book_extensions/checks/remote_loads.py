@@ -403,9 +403,10 @@ def remote_loads(path: Path, own_host: str = "") -> list[str]:
     """What an html, css or svg file of the site would load from another host (an SVG is
     published as a file of its own, which a reader can open)."""
     text = path.read_text(encoding="utf8", errors="replace")
-    if path.suffix == ".css":
+    kind = path.suffix.lower()  # a server types pic.SVG as it types pic.svg
+    if kind == ".css":
         return list(css_problems(text, own_host, sheet=True))
-    if path.suffix == ".svg":
+    if kind == ".svg":
         return svg_problems(text, own_host)
     finder = ResourceFinder(own_host)
     finder.feed(text)
@@ -428,7 +429,7 @@ def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None
     problems = []
     known_clean = {} if known_clean is None else known_clean
     for path in sorted(outdir.rglob("*")):
-        if path.suffix in (".html", ".css", ".svg") and path.is_file():
+        if path.suffix.lower() in (".html", ".css", ".svg") and path.is_file():
             rel = path.relative_to(outdir).as_posix()
             data = path.read_bytes()
             stamp = hashlib.sha256(data).hexdigest()
@@ -436,7 +437,7 @@ def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None
                 continue
             marker = None
             if shared is not None:
-                key = hashlib.sha256(f"{rules}\0{own_host}\0{path.suffix}\0".encode() + data)
+                key = hashlib.sha256(f"{rules}\0{own_host}\0{path.suffix.lower()}\0".encode() + data)
                 marker = shared / key.hexdigest()
                 if marker.is_file():
                     known_clean[rel] = stamp

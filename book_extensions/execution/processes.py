@@ -68,7 +68,10 @@ def command_line(argv: list[str]) -> str:
     """A process's command line as a message shows it: the program by its name, not its folder
     (a build's interpreter path is long, names the build machine and says nothing about the
     page), then its arguments. "" for an empty one (a process caught in exec)."""
-    return " ".join([Path(argv[0]).name, *argv[1:]]) if argv else ""
+    if not argv:
+        return ""
+    shown = " ".join([Path(argv[0]).name or argv[0], *argv[1:]])
+    return "".join(c if c.isprintable() else " " for c in shown)  # one line, whatever it was named
 
 
 def stop(processes, grace: float = 3) -> None:

@@ -87,6 +87,30 @@ def write_atomically(path: Path, data: str | bytes) -> None:
         raise
 
 
+# Beside the execution caches, which every build of the machine shares: what the steps after a
+# build keep by digest of their inputs, so that another build folder need not make it again (the
+# themes' sheets parsed and their fonts cut, site/asset_trimming.py; the contents the offline
+# check found clean, checks/remote_loads.py).
+BUILD_STORE = "trimming-store"
+
+
+def build_store(cache_root: str | os.PathLike) -> Path:
+    """The store of the execution cache root ``cache_root``, or the folder BOOK_TRIMMING_STORE
+    names (the test suite's builds, each with a cache of its own, share one)."""
+    return Path(os.environ.get("BOOK_TRIMMING_STORE") or Path(cache_root) / BUILD_STORE)
+
+
+def keep_in_store(entry: Path | None, data: bytes) -> None:
+    """Keep ``entry`` in a :func:`build_store` (none: no store). Builds of both languages may
+    write the same entry at once (the same bytes). A store that cannot be written is left as
+    it is: what it would have kept is made again next time."""
+    if entry is None:
+        return
+    with suppress(OSError):
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(entry, data)
+
+
 def write_own_file(path: Path, data: str | bytes) -> None:
     """:func:`write_atomically` for a file only the build writes (a record, a note): a folder
     found in its place is damage, removed first, so that the build makes its file again instead

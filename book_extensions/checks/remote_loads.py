@@ -37,7 +37,6 @@ attribute, anything shaped like an absolute URL. A link the reader follows (``<a
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 import hashlib
 import json
@@ -51,6 +50,7 @@ from xml.etree import ElementTree
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from ..paths import build_store, keep_in_store
 from .clean_files import known_clean
 
 logger = logging.getLogger(__name__)
@@ -447,10 +447,7 @@ def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None
                 known_clean.pop(rel, None)
             else:
                 known_clean[rel] = stamp
-                if marker is not None:
-                    with contextlib.suppress(OSError):  # not kept: checked again next time
-                        marker.parent.mkdir(parents=True, exist_ok=True)
-                        marker.touch()
+                keep_in_store(marker, b"")
             problems += found
     return problems
 
@@ -463,14 +460,19 @@ def check_build(app: Sphinx) -> None:
     # A verdict holds for the rules that gave it: the record names this module's digest, and
     # another version of the rules scans every file again.
     # Clean contents found by other builds are kept beside the trimmed sheets: the same store.
+    import platform
+
+    import html5lib
     import tinycss2
 
-    from ..site.asset_trimming import trimming_store
-
     record = Path(app.doctreedir) / f"book-offline-clean-{own_host or 'relative'}.json"
-    rules = hashlib.sha256(Path(__file__).read_bytes() + tinycss2.__version__.encode()).hexdigest()
+    # The rules: this module, and the parsers it reads with (html.parser and ElementTree are
+    # Python's own).
+    parsers = f"{tinycss2.__version__} {html5lib.__version__} {platform.python_version()}"
+    rules = hashlib.sha256(Path(__file__).read_bytes() + parsers.encode()).hexdigest()
     with known_clean(record, rules) as clean:
-        problems = check_site(outdir, own_host, clean, trimming_store(app) / "offline-clean", rules)
+        problems = check_site(outdir, own_host, clean, build_store(app.config.book_cache_root) / "offline-clean",
+                              rules)
     for rel, problem in problems:
         logger.warning(
             f"{outdir.name}/{rel} {problem}: the site loads nothing from another host, and works offline",

@@ -38,12 +38,10 @@ brackets are the parser's business, whitespace stays as tinycss2 gives it.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +51,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging as sphinx_logging
 from tinycss2.serializer import serialize_identifier
 
-from ..paths import PACKAGE, write_atomically
+from ..paths import PACKAGE, build_store, keep_in_store, write_atomically
 
 logger = sphinx_logging.getLogger(__name__)
 
@@ -161,7 +159,7 @@ def parsed_sheet(css: str, store: Path | None) -> list[Node]:
     selectors = {node.prelude: [[selector, *(sorted(names) for names in requirements(selector))]
                                 for selector in split_top_level(node.prelude)]
                  for node in walk_all(found) if node.children is not None and not node.prelude.startswith("@")}
-    store_entry(entry, json.dumps({"nodes": as_lists(found), "selectors": selectors}).encode())
+    keep_in_store(entry, json.dumps({"nodes": as_lists(found), "selectors": selectors}).encode())
     return found
 
 
@@ -453,10 +451,10 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int], stor
         font = TTFont(source, recalcTimestamp=False)  # the cut is the same bytes in every build
         wanted = codepoints & set(font.getBestCmap())
         if not wanted:
-            store_entry(cut, b"")
+            keep_in_store(cut, b"")
             continue
         if already_subset(target, font, wanted):  # an earlier build's, of the same font
-            store_entry(cut, target.read_bytes())
+            keep_in_store(cut, target.read_bytes())
             kept.append(parse(subset_face)[0])
             continue
         options = subset.Options()
@@ -471,7 +469,7 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int], stor
             chatter.setLevel(level)
         font.flavor = "woff2"
         font.save(target)
-        store_entry(cut, target.read_bytes())
+        keep_in_store(cut, target.read_bytes())
         kept.append(parse(subset_face)[0])  # the same face, its src replaced
     return kept
 
@@ -480,17 +478,6 @@ def subset_icon_fonts(nodes: list[Node], sheet: Path, codepoints: set[int], stor
 def module_bytes() -> bytes:
     """This module's source, read once: every entry of the store is keyed on it."""
     return Path(__file__).read_bytes()
-
-
-def store_entry(entry: Path | None, data: bytes) -> None:
-    """Keep ``entry`` in the store (none: no store). Builds of both languages may write the
-    same entry at once (the same bytes). A store that cannot be written is left as it is
-    (what it would have kept is made again next time)."""
-    if entry is None:
-        return
-    with contextlib.suppress(OSError):
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(entry, data)
 
 
 def already_subset(target: Path, font, wanted: set[int]) -> bool:
@@ -610,18 +597,10 @@ def remember(record: Path | None, key: str, static: Path, trimmed: dict[str, str
 
 
 TRIM_RECORD = "book-trimmed-sheets.json"  # in the doctrees: never published
-# Beside the execution caches, which every build of the machine shares: the themes' sheets
-# parsed and their fonts cut, by digest; and the contents the offline check found clean
-# (checks/remote_loads.py, in offline-clean/).
-TRIMMING_STORE = "trimming-store"
-
-
 def trimming_store(app: Sphinx) -> Path:
-    """The store of :func:`parsed_sheet`, :func:`subset_icon_fonts` and the offline check's
-    verdicts (remote_loads.check_build): beside the execution
-    caches, or the folder BOOK_TRIMMING_STORE names (the test suite's builds, each with a cache
-    of its own, share one)."""
-    return Path(os.environ.get("BOOK_TRIMMING_STORE") or Path(app.config.book_cache_root) / TRIMMING_STORE)
+    """This build's store (paths.build_store): :func:`parsed_sheet`'s and
+    :func:`subset_icon_fonts`'s entries, and the offline check's verdicts."""
+    return build_store(app.config.book_cache_root)
 
 
 def forget_trimmed_copies(app: Sphinx) -> None:

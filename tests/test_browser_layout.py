@@ -7,7 +7,8 @@ sheet's ✗ stand out by more than colour; "Check yourself" doctests have a copy
 that copies their input lines, and their wrapped lines hang under the code; the graph
 figures say what they show and have labels that read on a phone; no Chinese line starts
 with closing punctuation. Screenshots of the pages concerned land in
-_build/screenshots/layout-*.png. What every page shows is measured once per language and
+_build/screenshots/layout-*.png (the scheduled tier: they assert nothing, and are for a reviewer's
+eyes, ``nox -s tests -- -m scheduled -k screenshots``). What every page shows is measured once per language and
 width by tests/sweep.py (MEASURE and SURVEY there say what is measured).
 """
 
@@ -306,6 +307,7 @@ VIEWS = [
 ]
 
 
+@pytest.mark.scheduled  # pictures for a reviewer, 70 s of the run; it checks no more than that each view is there
 @pytest.mark.parametrize("mode", ["light", "dark"])
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("language", LANGUAGES)

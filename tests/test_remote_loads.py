@@ -188,7 +188,8 @@ def test_a_page_found_clean_by_other_rules_is_scanned_again(tmp_path, monkeypatc
     (doctrees / "book-offline-clean-relative.json").write_text(json.dumps({"page.html": digest}))
     warned = []
     monkeypatch.setattr(remote_loads, "logger", SimpleNamespace(warning=lambda message, **_: warned.append(message)))
-    app = SimpleNamespace(config=SimpleNamespace(book_base_url="", book_cache_root=str(tmp_path / "cache")), outdir=str(site), doctreedir=str(doctrees))
+    app = SimpleNamespace(config=SimpleNamespace(book_base_url="", book_cache_root=str(tmp_path / "cache")),
+                          outdir=str(site), doctreedir=str(doctrees))
     remote_loads.check_build(app)
     assert warned and "page.html loads https://img.example/a.png" in warned[0]
 

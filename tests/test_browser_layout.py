@@ -468,12 +468,12 @@ def test_no_paragraph_ends_with_a_word_alone_on_a_phone(browser, site, book, lan
     assert orphans == [], "\n".join(map(str, orphans))
 
 
-@pytest.mark.parametrize("width", [375, 900, 1280])
+@pytest.mark.parametrize("width", [320, 375, 900, 1280])
 def test_back_to_top_covers_no_text(browser, site, width):
     """The theme shows its "back to top" button while the reader scrolls up: a pill at the
     bottom of the screen, over the paragraph being read (at 375 and 900 px). It is a tap
-    target of 44 by 44 px or more inside the top bar, over none of the bar's other controls,
-    its arrow centred and legible (3:1); from 1200 px the book theme never shows it."""
+    target of 44 by 44 px or more inside the top bar, over none of the bar's other controls
+    nor the language link's icon (on the narrowest phones, 320 px, too), its arrow centred and legible (3:1); from 1200 px the book theme never shows it."""
     context = browser.new_context(base_url=site, viewport={"width": width, "height": 800})
     page = context.new_page()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -490,7 +490,7 @@ def test_back_to_top_covers_no_text(browser, site, width):
         found = page.evaluate(r"""() => {
           const button = document.getElementById('pst-back-to-top');
           const box = button.getBoundingClientRect(), bar = document.querySelector('.bd-header-article').getBoundingClientRect();
-          const covered = [...document.querySelectorAll('.bd-header-article :is(a[href], button, .btn)')]
+          const covered = [...document.querySelectorAll('.bd-header-article :is(a[href], button, .btn, .fa-language)')]
             .filter(el => el.getClientRects().length).map(el => [el, el.getBoundingClientRect()])
             .filter(([, r]) => r.left < box.right && r.right > box.left && r.top < box.bottom && r.bottom > box.top)
             .map(([el]) => el.getAttribute('aria-label') || el.textContent.trim());

@@ -468,12 +468,13 @@ def test_no_paragraph_ends_with_a_word_alone_on_a_phone(browser, site, book, lan
     assert orphans == [], "\n".join(map(str, orphans))
 
 
-@pytest.mark.parametrize("width", [320, 375, 900, 1280])
+@pytest.mark.parametrize("width", [320, 375, 700, 900, 1280])
 def test_back_to_top_covers_no_text(browser, site, width):
     """The theme shows its "back to top" button while the reader scrolls up: a pill at the
     bottom of the screen, over the paragraph being read (at 375 and 900 px). It is a tap
     target of 44 by 44 px or more inside the top bar, over none of the bar's other controls
-    nor the language link's icon (on the narrowest phones, 320 px, too), its arrow centred and legible (3:1); from 1200 px the book theme never shows it."""
+    nor the language link's icon (on the narrowest phones, 320 px, too), level with the bar's
+    icons, its arrow centred and legible (3:1); from 1200 px the book theme never shows it."""
     context = browser.new_context(base_url=site, viewport={"width": width, "height": 800})
     page = context.new_page()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -506,10 +507,12 @@ def test_back_to_top_covers_no_text(browser, site, width):
                   arrowOffCentre: Math.abs((arrow.top + arrow.bottom) / 2 - (box.top + box.bottom) / 2),
                   contrast: (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05),
                   inBar: box.top >= bar.top && box.bottom <= bar.bottom && box.left >= bar.left && box.right <= bar.right,
+                  offBarCentre: Math.abs((box.top + box.bottom) / 2 - (bar.top + bar.bottom) / 2),
                   name: button.textContent.trim()};
         }""")
         page.screenshot(path=str(SCREENSHOTS / f"layout-{language}-back-to-top-{width}.png"))
         assert found["width"] >= 44 and found["height"] >= 44 and found["inBar"], (language, found)
+        assert found["offBarCentre"] <= 1, (language, found)  # level with the bar's icons
         assert found["covered"] == [], (language, found)
         assert found["arrowOffCentre"] <= 2 and found["contrast"] >= 3, (language, found)
         assert found["name"], language  # its words still name it

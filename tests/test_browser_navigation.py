@@ -126,6 +126,28 @@ def test_the_language_switch_keeps_the_section_the_reader_scrolled_to(page, widt
     assert page.problems == []
 
 
+@pytest.mark.parametrize("width", [375, 1280])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_control_of_the_top_bar_shows_where_the_keyboard_is(page, language, width):
+    # Tab from the top of the page through the top bar: each control it stops at draws a ring
+    # (an outline or a shadow); the theme's menu button drew none (WCAG 2.4.7).
+    visit(at_width(page, width), f"/{language}/detach.html")
+    seen = {}
+    for _ in range(150):  # at 1280 px the side bar's chapters come first
+        page.keyboard.press("Tab")
+        found = page.evaluate("""() => { const e = document.activeElement;
+          if (!e.closest('.bd-header-article')) return null;
+          const s = getComputedStyle(e);
+          return [e.getAttribute('aria-label') || e.textContent.trim(),
+                  s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2 || s.boxShadow !== 'none'] }""")
+        if found:
+            seen[found[0]] = found[1]
+        elif seen:  # past the top bar
+            break
+    assert len(seen) >= 4, seen  # the menu, the language link, colour mode, search (and contents)
+    assert all(seen.values()), seen
+
+
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_the_index_lists_the_chapters_under_the_part_headings_of_the_menu(book, language):
     # One caption per toctree of the index's source: the parts the site menu shows.

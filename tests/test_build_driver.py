@@ -660,6 +660,21 @@ def test_a_kept_language_is_checked_against_what_was_published_whatever_removed_
 
 
 @pytest.mark.unit
+def test_a_page_whose_name_is_not_in_composed_form_is_one_line_before_sphinx_starts(tmp_path):
+    # Attack 11, cases 15 and 47: café.md with a combining accent beside (or as the twin of)
+    # café.md with one character: Sphinx's own messages never said the names differ.
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    for code, name in (("en", composed), ("zh", decomposed)):
+        (tmp_path / "docs" / code).mkdir(parents=True)
+        (tmp_path / "docs" / code / f"{name}.md").write_text("# Café\n", encoding="utf8")
+    (tmp_path / "docs" / "en" / "fine.md").write_text("# Fine\n", encoding="utf8")
+    problems = driver.decomposed_page_names(tmp_path / "docs", ["en", "zh"])
+    assert problems == [f"{tmp_path / 'docs' / 'zh' / decomposed}.md: its name is not in Unicode's composed form "
+                        "(NFC): a letter and a combining mark where one character would do, which Sphinx reads as "
+                        "the composed name; rename it, typing its accented letters as one character each"]
+
+
+@pytest.mark.unit
 def test_jobs_is_a_number_of_processes_or_auto():
     assert [driver.jobs_value(text) for text in ("1", "2", "auto")] == ["1", "2", "auto"]
     for text in ("0", "-3", "abc", ""):

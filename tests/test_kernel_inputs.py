@@ -113,8 +113,9 @@ def test_every_input_names_a_test_that_exists():
 
 @pytest.mark.fixture
 def test_the_builds_environment_does_not_reach_a_page(tmp_path, monkeypatch):
-    """A cell printing the time zone and torch's threads prints the same under any shell, with
-    no user configuration read, and cannot import the repository beyond the kernel package."""
+    """A cell printing the time zone and torch's threads prints the same under any shell (and
+    the build runs: PYTHONWARNINGS=error is not Sphinx's), with no user configuration read,
+    and cannot import the repository beyond the kernel package."""
     plain = build_book(FIXTURE, tmp_path / "plain", "html", "--language", "en", cache=tmp_path / "cache-1")
     assert plain.returncode == 0, plain.output
     home = tmp_path / "home"
@@ -122,7 +123,9 @@ def test_the_builds_environment_does_not_reach_a_page(tmp_path, monkeypatch):
     (home / ".config" / "matplotlib" / "matplotlibrc").write_text("lines.linewidth: 7\n")
     for name, value in {"TZ": "Asia/Shanghai", "OMP_NUM_THREADS": "2", "PYTHONHASHSEED": "7", "HOME": str(home),
                         "MPLCONFIGDIR": str(home / ".config" / "matplotlib"), "LC_ALL": "C",
-                        "BOOK_TEST_LEAK": "1"}.items():
+                        "BOOK_TEST_LEAK": "1",
+                        # Attack 11, case 28: Sphinx crashed on a library's SyntaxWarning made an error.
+                        "PYTHONWARNINGS": "error"}.items():
         monkeypatch.setenv(name, value)
     import resource
 

@@ -40,6 +40,33 @@ def test_parity_names_the_code_line_that_differs_even_at_the_end(tmp_path):
         "code cell 1's code (comments and docstrings aside) differs from en's: 'z = 3' here, no such line there"
 
 
+def test_every_code_cell_that_differs_is_named_in_one_run(tmp_path):
+    # Attack 11, case 14: one difference a page a run, so each fix showed the next one.
+    cells = "".join(f"```{{code-cell}} ipython3\nx = {n}\n```\n\n" for n in range(1, 6))
+    en = page(tmp_path, "en.md", "# T\n\n" + cells)
+    zh = page(tmp_path, "zh.md", "# T\n\n" + cells.replace("x = 3", "x = 33").replace("x = 5", "x = 55"))
+    assert parity.differences(zh, en, "en") == [
+        "code cell 3's code (comments and docstrings aside) differs from en's: 'x = 33' here, 'x = 3' there",
+        "code cell 5's code (comments and docstrings aside) differs from en's: 'x = 55' here, 'x = 5' there"]
+    assert parity.differences(en, en, "en") == []
+
+
+def test_a_page_that_is_not_utf8_is_named_not_crashed_on(tmp_path):
+    # Attack 11, case 19: a Latin-1 page in both languages stopped Sphinx with a traceback (the
+    # check of program references read it strictly). The language's own page is reported where
+    # its pages are read; its twin in the reference language, here.
+    docs = tmp_path / "docs"
+    for code in ("en", "zh"):
+        (docs / code).mkdir(parents=True)
+        (docs / code / "latin.md").write_bytes(b"# Caf\xe9\n")
+        (docs / code / "fine.md").write_text(FRONT + "# T\n")
+    (docs / "zh" / "fine.md").write_bytes(b"# Caf\xe9\n")  # zh's fine page is bad, en's is not
+    assert parity.compare(docs, "zh", "en") == []
+    assert parity.compare(docs, "en", "zh") == [
+        ("docs/en/fine.md", "cannot be compared with zh/fine.md, which is not valid UTF-8 (byte 0xe9 at line 1): "
+                            "save that page as UTF-8")]
+
+
 def test_parity_lets_comments_and_docstrings_be_in_the_page_language(tmp_path):
     en = page(tmp_path, "en.md", '# T\n\n```{code-cell} ipython3\ndef f(x):\n    """Double it."""\n'
               '    return 2 * x  # twice\n\n# the call\nf(1)\n```\n')

@@ -44,6 +44,7 @@ from sphinx.util import logging
 
 from ..execution import code_comments
 from ..execution.code_comments import code_of
+from ..myst_source import not_utf8
 from ..paths import DOCS, write_atomically
 from .exercise_answers import source_options
 
@@ -112,24 +113,45 @@ def shown_anchor(anchor: str | None) -> str:
     return f"#{anchor}" if anchor else "no id of its own (a number: #id1, #id2…)"
 
 
-def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
-    """One line describing the first way ``page`` differs from ``reference``."""
+def differences(page: Page, reference: Page, ref_name: str) -> list[str]:
+    """One line for each code cell of ``page`` that differs from ``reference``'s (every one,
+    so that one run names them all), else one for the first other way the two differ."""
     if page.front_matter != reference.front_matter:
-        return f"its front matter differs from {ref_name}'s"
+        return [f"its front matter differs from {ref_name}'s"]
     if len(page.code_cells) != len(reference.code_cells):
-        return f"it has {len(page.code_cells)} code cells, {ref_name} has {len(reference.code_cells)}"
-    for number, (mine, theirs) in enumerate(zip(page.code_cells, reference.code_cells), start=1):
-        difference = code_difference(mine[0], theirs[0], ref_name)
-        if difference:
-            return f"code cell {number}'s {difference.removeprefix('its ')}"
-        # A program is loaded from each language's own twin (examples/<language>/), which
-        # example_references checks: the metadata says the same but for that folder.
-        loads = [Path(str(m.get("load"))).name if "load" in m else None for m in (mine[1], theirs[1])]
-        if loads[0] != loads[1]:
-            return f"code cell {number} loads {loads[0] or 'no program'}, {ref_name}'s {loads[1] or 'no program'}"
-        mine_, theirs_ = ({k: v for k, v in m.items() if k != "load"} for m in (mine[1], theirs[1]))
-        if mine_ != theirs_:
-            return f"code cell {number} has metadata {mine[1]}, {ref_name} has {theirs[1]}"
+        return [f"it has {len(page.code_cells)} code cells, {ref_name} has {len(reference.code_cells)}"]
+    cells = [difference for number, (mine, theirs) in enumerate(zip(page.code_cells, reference.code_cells), start=1)
+             if (difference := cell_difference(number, mine, theirs, ref_name))]
+    if cells:
+        return cells
+    other = structure_difference(page, reference, ref_name)
+    return [other] if other else []
+
+
+def first_difference(page: Page, reference: Page, ref_name: str) -> str | None:
+    """The first of :func:`differences`, or None."""
+    return next(iter(differences(page, reference, ref_name)), None)
+
+
+def cell_difference(number: int, mine: tuple, theirs: tuple, ref_name: str) -> str | None:
+    """How code cell ``number`` (its code and its options) differs from its twin, or None."""
+    difference = code_difference(mine[0], theirs[0], ref_name)
+    if difference:
+        return f"code cell {number}'s {difference.removeprefix('its ')}"
+    # A program is loaded from each language's own twin (examples/<language>/), which
+    # example_references checks: the metadata says the same but for that folder.
+    loads = [Path(str(m.get("load"))).name if "load" in m else None for m in (mine[1], theirs[1])]
+    if loads[0] != loads[1]:
+        return f"code cell {number} loads {loads[0] or 'no program'}, {ref_name}'s {loads[1] or 'no program'}"
+    mine_, theirs_ = ({k: v for k, v in m.items() if k != "load"} for m in (mine[1], theirs[1]))
+    if mine_ != theirs_:
+        return f"code cell {number} has metadata {mine[1]}, {ref_name} has {theirs[1]}"
+    return None
+
+
+def structure_difference(page: Page, reference: Page, ref_name: str) -> str | None:
+    """One line describing the first way ``page`` differs from ``reference`` besides its code
+    cells (:func:`differences` compares those): headings, labels, doctests, exercises."""
     if len(page.headings) != len(reference.headings):
         return f"it has {len(page.headings)} headings, {ref_name} has {len(reference.headings)}"
     if page.headings != reference.headings:
@@ -180,13 +202,20 @@ def compare(docs: Path, language: str, reference: str, suffix: str = ".md",
         if known.get(rel.as_posix()) == pair:
             now[rel.as_posix()] = pair
             continue
+        if not_utf8((mine_dir / rel).read_bytes()):
+            continue  # reported where the language's pages are read (page_sources.py)
+        undecodable = not_utf8((ref_dir / rel).read_bytes())
+        if undecodable:
+            problems.append((f"{top}/{language}/{rel}", f"cannot be compared with {reference}/{rel}, which is not valid "
+                                                        f"UTF-8 (byte 0x{undecodable[1]} at line {undecodable[0]}): "
+                                                        "save that page as UTF-8"))
+            continue
         try:
-            difference = first_difference(read_page(mine_dir / rel), read_page(ref_dir / rel), f"{reference}/{rel}")
+            found = differences(read_page(mine_dir / rel), read_page(ref_dir / rel), f"{reference}/{rel}")
         except Exception as error:  # a page that does not even parse
-            difference = f"cannot be read: {error}"
-        if difference:
-            problems.append((f"{top}/{language}/{rel}", difference))
-        else:
+            found = [f"cannot be read: {error}"]
+        problems += [(f"{top}/{language}/{rel}", difference) for difference in found]
+        if not found:
             now[rel.as_posix()] = pair
     if clean is not None:
         clean.clear()
@@ -220,8 +249,15 @@ def twin_problems(examples: Path, language: str) -> list[tuple[str, str]]:
     for name in sorted(twins - programs):
         problems.append((f"{top}/{language}/{name}", f"has no {top}/{name} to be the {language} twin of"))
     for name in sorted(programs & twins):
-        difference = code_difference((folder / name).read_text(encoding="utf8"),
-                                     (examples / name).read_text(encoding="utf8"), f"{top}/{name}")
+        try:
+            difference = code_difference((folder / name).read_text(encoding="utf8"),
+                                         (examples / name).read_text(encoding="utf8"), f"{top}/{name}")
+        except UnicodeDecodeError:  # the pair cannot be compared: say which file, and where
+            bad = next(path for path in (folder / name, examples / name) if not_utf8(path.read_bytes()))
+            line, byte = not_utf8(bad.read_bytes())
+            problems.append((f"{top}/{bad.relative_to(examples).as_posix()}",
+                             f"not valid UTF-8 (byte 0x{byte} at line {line}): save the program as UTF-8"))
+            continue
         if difference:
             problems.append((f"{top}/{language}/{name}", difference))
     return problems
@@ -242,7 +278,8 @@ def example_references(docs: Path, language: str, reference: str) -> list[tuple[
     for lang in (reference, language):
         own = examples if lang == reference else examples / lang
         for path in sorted((docs / lang).rglob("*.md")):
-            text = path.read_text(encoding="utf8")
+            # A page that is not UTF-8 is reported where pages are read (page_sources.py).
+            text = path.read_text(encoding="utf8", errors="replace")
             for found in REFERENCE.finditer(text):
                 named = (found["load"] or found["include"] or found["target"] or found["plain"]).strip()
                 target = Path(os.path.normpath(path.parent.resolve() / named))

@@ -76,6 +76,7 @@ import subprocess
 import sys
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
@@ -238,6 +239,22 @@ def undecodable_home_page(args: argparse.Namespace) -> str | None:
     return None
 
 
+def decomposed_page_names(docs: Path, codes: list[str]) -> list[str]:
+    """Page files whose names are not in Unicode's composed form (NFC): Sphinx reads every name
+    composed, so café.md spelt with a combining accent clashed with café.md, or lost its twin,
+    in messages that never said why (attack 11, cases 15 and 47)."""
+    problems = []
+    for code in codes:
+        folder = docs / code
+        for page in sorted(folder.rglob("*.md")) if folder.is_dir() else ():
+            name = page.relative_to(folder).as_posix()
+            if unicodedata.normalize("NFC", name) != name:
+                problems.append(f"{shown(page, Path.cwd())}: its name is not in Unicode's composed form (NFC): a letter "
+                                "and a combining mark where one character would do, which Sphinx reads as the composed "
+                                "name; rename it, typing its accented letters as one character each")
+    return problems
+
+
 def misplaced_folder(args: argparse.Namespace) -> str | None:
     """A folder the build writes that lies among the pages' sources, or the cache inside the
     output (published with the site, or deleted by each publish), or None."""
@@ -332,7 +349,11 @@ def run_sphinx(command: list[str], stop: Stop, turn: ReadingTurn | None = None) 
     """Sphinx's exit status; it runs in a session of its own, so that a signal reaches all of
     it (its parallel readers too) through the driver, which waits for it to be gone."""
     fds = (*stop.locks, *(turn.fds() if turn is not None else ()))
-    child = subprocess.Popen(command, start_new_session=True, pass_fds=fds,
+    # Python's warnings as the caller's shell asks for them are not Sphinx's: PYTHONWARNINGS=error
+    # made a third-party library's SyntaxWarning a crash report (attack 11, case 28). The
+    # book's own warnings are Sphinx's, which -W makes errors.
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONWARNINGS"}
+    child = subprocess.Popen(command, start_new_session=True, pass_fds=fds, env=environment,
                              preexec_fn=processes.end_with_parent)  # the driver killed
     if turn is not None:
         turn.handed_over()
@@ -372,6 +393,7 @@ def start_problems(args: argparse.Namespace) -> list[str]:
     problems = settings.problems(args.confdir, args.docs, args.languages, args.sphinx_args)
     problems = problems or [problem for problem in [misplaced_folder(args), missing_locale(), undecodable_home_page(args)]
                             if problem]
+    problems = problems or decomposed_page_names(args.docs, [language.code for language in book_languages(args.confdir)])
     return problems or input_problems(args)
 
 

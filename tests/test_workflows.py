@@ -76,6 +76,13 @@ def test_each_workflow_runs_what_its_name_says():
     # The scheduled tier: weekly, and before the site is deployed.
     assert "bash .ci/scheduled" in steps("scheduled-tests.yml") and "bash .ci/scheduled" in publish
     assert publish.index("noxfile.py -s docs") < publish.index("bash .ci/scheduled")
+    # The doctests too (attack 11, case 38: the HTML build shows the "Check yourself" blocks
+    # without running them, so a site with a wrong one was deployed).
+    built = yaml.safe_load((ROOT / ".github" / "workflows" / "publish.yml").read_text())["jobs"]["build"]["steps"]
+    order = [step.get("run", step.get("uses", "")) for step in built]
+    doctest = order.index("python3 noxfile.py -s doctest")
+    assert publish.index("noxfile.py -s docs") < publish.index("noxfile.py -s doctest")
+    assert doctest < next(i for i, step in enumerate(order) if step.startswith("actions/upload-pages-artifact"))
     assert (ROOT / ".ci" / "scheduled").read_text().rstrip().endswith("python3 noxfile.py -s tests -- -m scheduled")
     assert "bash .ci/tools" in (ROOT / ".ci" / "run").read_text()
     schedule = yaml.safe_load((ROOT / ".github" / "workflows" / "newest-torch.yml").read_text())[True]["schedule"]

@@ -91,7 +91,7 @@ def write_atomically(path: Path, data: str | bytes) -> None:
 # build keep by digest of their inputs, so that another build folder need not make it again (the
 # themes' sheets parsed and their fonts cut, site/asset_trimming.py; the contents the offline
 # check found clean, checks/remote_loads.py).
-BUILD_STORE = "trimming-store"
+BUILD_STORE = "trimming-store"  # named for its first use, trimming the theme's sheets
 
 
 def build_store(cache_root: str | os.PathLike) -> Path:

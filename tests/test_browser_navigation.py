@@ -132,13 +132,14 @@ def test_every_control_of_the_top_bar_shows_where_the_keyboard_is(page, language
     # (an outline or a shadow); the theme's menu button drew none (WCAG 2.4.7).
     visit(at_width(page, width), f"/{language}/detach.html")
     seen = {}
-    for _ in range(150):  # at 1280 px the side bar's chapters come first
+    for stop in range(150):  # at 1280 px the side bar's chapters come first
         page.keyboard.press("Tab")
-        found = page.evaluate("""() => { const e = document.activeElement;
+        found = page.evaluate("""stop => { const e = document.activeElement;
           if (!e.closest('.bd-header-article')) return null;
+          e.dataset.bookTabStop ??= stop;  // one entry a control, however it is named
           const s = getComputedStyle(e);
-          return [e.getAttribute('aria-label') || e.textContent.trim(),
-                  s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2 || s.boxShadow !== 'none'] }""")
+          return [e.dataset.bookTabStop + ' ' + (e.getAttribute('aria-label') || e.textContent.trim()),
+                  s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2 || s.boxShadow !== 'none'] }""", stop)
         if found:
             seen[found[0]] = found[1]
         elif seen:  # past the top bar

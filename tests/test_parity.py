@@ -61,10 +61,20 @@ def test_a_page_that_is_not_utf8_is_named_not_crashed_on(tmp_path):
         (docs / code / "latin.md").write_bytes(b"# Caf\xe9\n")
         (docs / code / "fine.md").write_text(FRONT + "# T\n")
     (docs / "zh" / "fine.md").write_bytes(b"# Caf\xe9\n")  # zh's fine page is bad, en's is not
-    assert parity.compare(docs, "zh", "en") == []
-    assert parity.compare(docs, "en", "zh") == [
+    assert parity.compare(docs, "zh", "en", read_by_sphinx=True) == []
+    assert parity.compare(docs, "zh", "en") == [  # the parity verb, which no Sphinx check precedes
+        ("docs/zh/fine.md", "is not valid UTF-8 (byte 0xe9 at line 1): save the page as UTF-8"),
+        ("docs/zh/latin.md", "is not valid UTF-8 (byte 0xe9 at line 1): save the page as UTF-8")]
+    assert parity.compare(docs, "en", "zh", read_by_sphinx=True) == [
         ("docs/en/fine.md", "cannot be compared with zh/fine.md, which is not valid UTF-8 (byte 0xe9 at line 1): "
                             "save that page as UTF-8")]
+    # An example program and its twin, both undecodable: each is named.
+    (tmp_path / "examples" / "zh").mkdir(parents=True)
+    for program in (tmp_path / "examples" / "p.py", tmp_path / "examples" / "zh" / "p.py"):
+        program.write_bytes(b"x = 1\n# caf\xe9\n")
+    assert parity.twin_problems(tmp_path / "examples", "zh") == [
+        ("examples/zh/p.py", "not valid UTF-8 (byte 0xe9 at line 2): save the program as UTF-8"),
+        ("examples/p.py", "not valid UTF-8 (byte 0xe9 at line 2): save the program as UTF-8")]
 
 
 def test_parity_lets_comments_and_docstrings_be_in_the_page_language(tmp_path):

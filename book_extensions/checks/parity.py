@@ -180,13 +180,15 @@ def structure_difference(page: Page, reference: Page, ref_name: str) -> str | No
 
 
 def compare(docs: Path, language: str, reference: str, suffix: str = ".md",
-            clean: dict[str, list[str]] | None = None) -> list[tuple[str, str]]:
+            clean: dict[str, list[str]] | None = None, read_by_sphinx: bool = False) -> list[tuple[str, str]]:
     """(path from the docs' parent folder, problem) for every page of ``language`` that differs
     from ``reference``, and every program of ``examples/`` whose twin is missing or differs.
 
     ``clean``: the pairs of pages found the same before, each by the digests of its two
     files; a pair with the same digests is not read again. It is left holding this
-    comparison's clean pairs (a pair with a problem is read again next time)."""
+    comparison's clean pairs (a pair with a problem is read again next time). ``read_by_sphinx``:
+    the language's pages are being read by Sphinx, whose check (page_sources.py) reports a page
+    that is not UTF-8; else this comparison does."""
     mine_dir, ref_dir = docs / language, docs / reference
     mine = {p.relative_to(mine_dir) for p in mine_dir.rglob(f"*{suffix}")}
     theirs = {p.relative_to(ref_dir) for p in ref_dir.rglob(f"*{suffix}")}
@@ -202,8 +204,12 @@ def compare(docs: Path, language: str, reference: str, suffix: str = ".md",
         if known.get(rel.as_posix()) == pair:
             now[rel.as_posix()] = pair
             continue
-        if not_utf8((mine_dir / rel).read_bytes()):
-            continue  # reported where the language's pages are read (page_sources.py)
+        undecodable = not_utf8((mine_dir / rel).read_bytes())
+        if undecodable:
+            if not read_by_sphinx:
+                problems.append((f"{top}/{language}/{rel}", f"is not valid UTF-8 (byte 0x{undecodable[1]} at line "
+                                                            f"{undecodable[0]}): save the page as UTF-8"))
+            continue
         undecodable = not_utf8((ref_dir / rel).read_bytes())
         if undecodable:
             problems.append((f"{top}/{language}/{rel}", f"cannot be compared with {reference}/{rel}, which is not valid "
@@ -252,11 +258,12 @@ def twin_problems(examples: Path, language: str) -> list[tuple[str, str]]:
         try:
             difference = code_difference((folder / name).read_text(encoding="utf8"),
                                          (examples / name).read_text(encoding="utf8"), f"{top}/{name}")
-        except UnicodeDecodeError:  # the pair cannot be compared: say which file, and where
-            bad = next(path for path in (folder / name, examples / name) if not_utf8(path.read_bytes()))
-            line, byte = not_utf8(bad.read_bytes())
-            problems.append((f"{top}/{bad.relative_to(examples).as_posix()}",
-                             f"not valid UTF-8 (byte 0x{byte} at line {line}): save the program as UTF-8"))
+        except UnicodeDecodeError:  # the pair cannot be compared: say which files, and where
+            for path in (folder / name, examples / name):
+                found = not_utf8(path.read_bytes())
+                if found:
+                    problems.append((f"{top}/{path.relative_to(examples).as_posix()}",
+                                     f"not valid UTF-8 (byte 0x{found[1]} at line {found[0]}): save the program as UTF-8"))
             continue
         if difference:
             problems.append((f"{top}/{language}/{name}", difference))
@@ -327,7 +334,7 @@ def check_build(app: Sphinx) -> None:
             clean = noted["pairs"]
     except (OSError, ValueError, AttributeError):
         pass
-    problems = compare(srcdir.parent, srcdir.name, reference, clean=clean)
+    problems = compare(srcdir.parent, srcdir.name, reference, clean=clean, read_by_sphinx=True)
     for page, problem in problems:
         logger.warning(f"parity: {page} {problem}", type="book", subtype="parity")
     record.parent.mkdir(parents=True, exist_ok=True)

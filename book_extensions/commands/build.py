@@ -111,10 +111,19 @@ from .last_build import (
 from .reading_turn import ReadingTurn
 
 
+def child_environment() -> dict[str, str]:
+    """The environment of the Python processes the driver starts (Sphinx, the CUDA probe): the
+    caller's, but for its Python warnings settings, which are not the build's:
+    PYTHONWARNINGS=error made a third-party library's SyntaxWarning a crash report (attack 11,
+    case 28). The book's own warnings are Sphinx's, which -W makes errors; kernels get an
+    environment of their own (execution/kernel_inputs.py)."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONWARNINGS"}
+
+
 def cuda_problem() -> str | None:
     """Why a CUDA build cannot run here, or None; asked in a child so it stays cheap."""
     probe = "import torch; print(torch.cuda.is_available(), torch.__version__)"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=child_environment())
     if result.returncode != 0:
         return f"cannot import torch: {result.stderr.strip().splitlines()[-1]}"
     available, version = result.stdout.split()
@@ -349,11 +358,7 @@ def run_sphinx(command: list[str], stop: Stop, turn: ReadingTurn | None = None) 
     """Sphinx's exit status; it runs in a session of its own, so that a signal reaches all of
     it (its parallel readers too) through the driver, which waits for it to be gone."""
     fds = (*stop.locks, *(turn.fds() if turn is not None else ()))
-    # Python's warnings as the caller's shell asks for them are not Sphinx's: PYTHONWARNINGS=error
-    # made a third-party library's SyntaxWarning a crash report (attack 11, case 28). The
-    # book's own warnings are Sphinx's, which -W makes errors.
-    environment = {name: value for name, value in os.environ.items() if name != "PYTHONWARNINGS"}
-    child = subprocess.Popen(command, start_new_session=True, pass_fds=fds, env=environment,
+    child = subprocess.Popen(command, start_new_session=True, pass_fds=fds, env=child_environment(),
                              preexec_fn=processes.end_with_parent)  # the driver killed
     if turn is not None:
         turn.handed_over()

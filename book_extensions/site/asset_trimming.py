@@ -597,12 +597,6 @@ def remember(record: Path | None, key: str, static: Path, trimmed: dict[str, str
 
 
 TRIM_RECORD = "book-trimmed-sheets.json"  # in the doctrees: never published
-def trimming_store(app: Sphinx) -> Path:
-    """This build's store (paths.build_store): :func:`parsed_sheet`'s and
-    :func:`subset_icon_fonts`'s entries, and the offline check's verdicts."""
-    return build_store(app.config.book_cache_root)
-
-
 def forget_trimmed_copies(app: Sphinx) -> None:
     """The sheets of :data:`TRIMMED` that the last build trimmed go when a build starts, so
     that each build trims them as their packages ship them: an extension may copy its sheet
@@ -664,7 +658,7 @@ def drop_plain_token_spans(app: Sphinx) -> None:
 
 
 def trim_build(app: Sphinx) -> None:
-    sizes = trim_site(Path(app.outdir), Path(app.doctreedir) / TRIM_RECORD, trimming_store(app))
+    sizes = trim_site(Path(app.outdir), Path(app.doctreedir) / TRIM_RECORD, build_store(app.config.book_cache_root))
     logger.info("trimmed stylesheets: " + ", ".join(
         f"{name} {old // 1024} KB -> {new // 1024} KB" for name, (old, new) in sizes.items()))
 

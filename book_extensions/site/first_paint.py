@@ -45,6 +45,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging as sphinx_logging
 
+from ..paths import build_store
 from . import asset_trimming
 
 logger = sphinx_logging.getLogger(__name__)
@@ -312,5 +313,5 @@ def rewrite_site(outdir: Path, record: Path | None = None, store: Path | None = 
 
 def inline_first_paint(app: Sphinx) -> None:
     pages, rewritten, largest = rewrite_site(Path(app.outdir), Path(app.doctreedir) / RECORD,
-                                             asset_trimming.trimming_store(app))
+                                             build_store(app.config.book_cache_root))
     logger.info(f"first paint: {pages} pages ({rewritten} rewritten now), inline CSS at most {largest // 1024} KB")

@@ -668,10 +668,20 @@ def test_a_page_whose_name_is_not_in_composed_form_is_one_line_before_sphinx_sta
         (tmp_path / "docs" / code).mkdir(parents=True)
         (tmp_path / "docs" / code / f"{name}.md").write_text("# Café\n", encoding="utf8")
     (tmp_path / "docs" / "en" / "fine.md").write_text("# Fine\n", encoding="utf8")
+    (tmp_path / "docs" / "en" / decomposed).mkdir()  # a folder so named: its pages are named by it
+    (tmp_path / "docs" / "en" / decomposed / "inside.md").write_text("# Inside\n", encoding="utf8")
     problems = driver.decomposed_page_names(tmp_path / "docs", ["en", "zh"])
-    assert problems == [f"{tmp_path / 'docs' / 'zh' / decomposed}.md: its name is not in Unicode's composed form "
-                        "(NFC): a letter and a combining mark where one character would do, which Sphinx reads as "
-                        "the composed name; rename it, typing its accented letters as one character each"]
+    why = ("is not in Unicode's composed form (NFC): a letter and a combining mark where one character would do, "
+           "which Sphinx reads as the composed name; rename it, typing its accented letters as one character each")
+    assert problems == [f"{tmp_path / 'docs' / 'en' / decomposed / 'inside.md'}: its folder's name {why}",
+                        f"{tmp_path / 'docs' / 'zh' / decomposed}.md: its name {why}"]
+    # The driver says so before Sphinx starts, as for any other bad input (exit 2).
+    (tmp_path / "docs" / "en" / "index.md").write_text("# Home\n", encoding="utf8")
+    build = subprocess.run(
+        [sys.executable, "-m", "book_extensions", "build", "html", "-q", "--docs", str(tmp_path / "docs"),
+         "--out", str(tmp_path / "out"), "--cache-root", str(tmp_path / "cache")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert (build.returncode, build.stdout + build.stderr) == (2, "".join(f"error: {line}\n" for line in problems))
 
 
 @pytest.mark.unit

@@ -258,9 +258,10 @@ def decomposed_page_names(docs: Path, codes: list[str]) -> list[str]:
         for page in sorted(folder.rglob("*.md")) if folder.is_dir() else ():
             name = page.relative_to(folder).as_posix()
             if unicodedata.normalize("NFC", name) != name:
-                problems.append(f"{shown(page, Path.cwd())}: its name is not in Unicode's composed form (NFC): a letter "
-                                "and a combining mark where one character would do, which Sphinx reads as the composed "
-                                "name; rename it, typing its accented letters as one character each")
+                what = "name" if not unicodedata.is_normalized("NFC", page.name) else "folder's name"
+                problems.append(f"{shown(page, Path.cwd())}: its {what} is not in Unicode's composed form (NFC): a "
+                                "letter and a combining mark where one character would do, which Sphinx reads as the "
+                                "composed name; rename it, typing its accented letters as one character each")
     return problems
 
 

@@ -154,22 +154,6 @@ def test_a_phone_held_sideways_scrolls_no_table(browser, site, book, language):
     assert problems == []
 
 
-@pytest.mark.parametrize("language", LANGUAGES)
-def test_the_narrowest_phone_scrolls_no_page_sideways(browser, site, language):
-    """At 320 px (below the sweeps' 375) three pages scrolled sideways by 5 to 33 px: an
-    identifier longer than a line (create_selective_checkpoint_contexts,
-    allow_mutation_on_saved_tensors()) that inline code never breaks. There it breaks at the
-    line's end, and only there (a table's box may scroll: its code stays whole)."""
-    context = browser.new_context(base_url=site, viewport={"width": 320, "height": 800})
-    page = context.new_page()
-    wider = {}
-    for name in ("checkpointing", "exercises", "debugging-in-place"):
-        visit(page, f"/{language}/{name}.html")
-        wider[name] = page.evaluate("document.documentElement.scrollWidth") - 320
-    context.close()
-    assert wider == dict.fromkeys(wider, 0)
-
-
 def test_tables_are_still_tables_to_a_screen_reader(browser, site):
     """On a phone the card layout keeps the table's roles; the labels are not read twice."""
     context = browser.new_context(base_url=site, viewport={"width": 375, "height": 900})

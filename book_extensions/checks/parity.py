@@ -200,17 +200,18 @@ def compare(docs: Path, language: str, reference: str, suffix: str = ".md",
         problems.append((f"{top}/{language}/{rel}", f"has no {reference} counterpart ({reference}/{rel})"))
     known, now = clean or {}, {}
     for rel in sorted(mine & theirs):
-        pair = [file_digest(mine_dir / rel), file_digest(ref_dir / rel)]
+        contents = [(mine_dir / rel).read_bytes(), (ref_dir / rel).read_bytes()]  # each read once
+        pair = [hashlib.sha256(data).hexdigest() for data in contents]
         if known.get(rel.as_posix()) == pair:
             now[rel.as_posix()] = pair
             continue
-        undecodable = not_utf8((mine_dir / rel).read_bytes())
+        undecodable = not_utf8(contents[0])
         if undecodable:
             if not read_by_sphinx:
                 problems.append((f"{top}/{language}/{rel}", f"is not valid UTF-8 (byte 0x{undecodable[1]} at line "
                                                             f"{undecodable[0]}): save the page as UTF-8"))
             continue
-        undecodable = not_utf8((ref_dir / rel).read_bytes())
+        undecodable = not_utf8(contents[1])
         if undecodable:
             problems.append((f"{top}/{language}/{rel}", f"cannot be compared with {reference}/{rel}, which is not valid "
                                                         f"UTF-8 (byte 0x{undecodable[1]} at line {undecodable[0]}): "
@@ -298,10 +299,6 @@ def example_references(docs: Path, language: str, reference: str) -> list[tuple[
                                  f"line {line} names {named}: a {lang} page shows {wanted}, the program "
                                  f"with its comments and docstrings in {lang}"))
     return problems
-
-
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 CLEAN_RECORD = "book-parity-clean.json"  # in the doctrees: the pairs of pages found the same

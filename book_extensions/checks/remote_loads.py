@@ -429,7 +429,8 @@ def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None
     problems = []
     known_clean = {} if known_clean is None else known_clean
     for path in sorted(outdir.rglob("*")):
-        if path.suffix.lower() in (".html", ".css", ".svg") and path.is_file():
+        kind = path.suffix.lower()  # a server types pic.SVG as it types pic.svg
+        if kind in (".html", ".css", ".svg") and path.is_file():
             rel = path.relative_to(outdir).as_posix()
             data = path.read_bytes()
             stamp = hashlib.sha256(data).hexdigest()
@@ -437,7 +438,7 @@ def check_site(outdir: Path, own_host: str = "", known_clean: dict | None = None
                 continue
             marker = None
             if shared is not None:
-                key = hashlib.sha256(f"{rules}\0{own_host}\0{path.suffix.lower()}\0".encode() + data)
+                key = hashlib.sha256(f"{rules}\0{own_host}\0{kind}\0".encode() + data)
                 marker = shared / key.hexdigest()
                 if marker.is_file():
                     known_clean[rel] = stamp

@@ -7,6 +7,7 @@ Standard library only, and importing nothing of the package: the noxfile, the bu
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -65,6 +66,18 @@ def shown(path: str | os.PathLike, base: Path = ROOT) -> str:
         if candidate.is_relative_to(base):
             return candidate.relative_to(base).as_posix()
     return str(path)
+
+
+def content_digest(path: str | os.PathLike) -> str | None:
+    """What a page read from ``path``, as a digest: a file's bytes (sha256), a folder's sorted
+    names ("folder " and theirs); None for what cannot be read (gone, not allowed)."""
+    try:
+        if os.path.isdir(path):
+            names = "\0".join(sorted(os.listdir(path)))
+            return "folder " + hashlib.sha256(names.encode(errors="surrogateescape")).hexdigest()
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def write_atomically(path: Path, data: str | bytes) -> None:

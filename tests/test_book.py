@@ -24,6 +24,20 @@ def test_the_chinese_build_executes_nothing(book):
     assert json.loads(report.read_text())["executed"] == []
 
 
+def test_the_books_pages_read_no_file_outside_the_keyed_folders(book):
+    """A page whose kernel reads a file of the machine (kernel/reads.py) is executed again
+    whenever it changes: the book's pages read none, so the list of what the kernel may read
+    unnoted (the toolchain, the page's folders, the system's) is the whole of what they read."""
+    from jupyter_cache import get_cache
+
+    from book_extensions.execution import runner
+
+    records = [r for folder in book.cache.glob("cpu-*") for r in get_cache(str(folder)).list_cache_records()]
+    assert records, f"no execution record in {book.cache}"
+    read = {r.uri: r.data.get(runner.READS) for r in records if r.data.get(runner.READS) != {}}
+    assert not read, read
+
+
 def test_chinese_search_finds_the_book(book):
     zh = book.site() / "zh"
     assert "article" in search(zh, "计算图")

@@ -261,3 +261,64 @@ def test_editing_a_module_on_the_builds_pythonpath_changes_the_cache_name(tmp_pa
     assert name() != first
     assert [what for what, after in changed.items() if after == before] == []
     assert len(set(changed.values())) == len(changed)
+
+
+@pytest.mark.fixture
+def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_changes(tmp_path):
+    """Attack 11, cases 5 and 7: a cell that printed a file of the machine, or imported a module
+    from a folder it put on sys.path, kept its old output after the file changed ("unchanged",
+    exit 0). Its kernel now notes what it reads (kernel/reads.py): the cached record keeps
+    each path's digest, a change reads and executes the page again, and nothing else does."""
+    from jupyter_cache import get_cache
+
+    from book_extensions.execution import runner
+
+    outside = tmp_path / "outside"
+    (outside / "listed").mkdir(parents=True)
+    (outside / "data.txt").write_text("one\n")
+    (outside / "outside_module.py").write_text("VALUE = 1\n")
+    (outside / "listed" / "a").write_text("")
+    docs = tmp_path / "docs"
+    (docs / "en").mkdir(parents=True)
+    # The path in hexadecimal: a page showing the build machine's temp folder fails the build.
+    (docs / "en" / "index.md").write_text(
+        "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
+        "# Reads\n\n```{code-cell} ipython3\nimport os, sys\n\n"
+        f"folder = bytes.fromhex({str(outside).encode().hex()!r}).decode()\n"
+        "print('data', open(os.path.join(folder, 'data.txt')).read().strip())\n"
+        "sys.path.insert(0, folder)\nimport outside_module\n\nprint('module', outside_module.VALUE)\n"
+        "print('listed', sorted(os.listdir(os.path.join(folder, 'listed'))))\n"
+        "try:\n    print('later', open(os.path.join(folder, 'later.txt')).read().strip())\n"
+        "except FileNotFoundError:\n    print('later: none')\n```\n", encoding="utf8")
+
+    def build():
+        made = build_book(docs, tmp_path / "work", "html", "--language", "en", cache=tmp_path / "cache")
+        assert made.returncode == 0, made.output
+        return made, " ".join(" ".join(outputs(made)).split())
+
+    first, shown = build()
+    assert "data one module 1 listed ['a'] later: none" in shown
+    records = [r for folder in (tmp_path / "cache").glob("cpu-*")
+               for r in get_cache(str(folder)).list_cache_records()]
+    assert len(records) == 1
+    assert set(records[0].data[runner.READS]) >= {
+        str(outside / name) for name in ("data.txt", "outside_module.py", "listed", "later.txt")}
+    assert not any(str(tmp_path / "work") in path for path in records[0].data[runner.READS])
+    again, _ = build()
+    assert "[en] html unchanged in " in again.output  # nothing read changed: nothing is read again
+    for change in ("files", "listing", "later"):  # a file's content, a folder's names, a file that came
+        if change == "files":
+            (outside / "data.txt").write_text("two\n")
+            (outside / "outside_module.py").write_text("VALUE = 2\n")
+        elif change == "listing":
+            (outside / "listed" / "b").write_text("")
+        else:
+            (outside / "later.txt").write_text("here\n")
+        changed, shown = build()
+        assert "unchanged" not in changed.output, change
+        why = re.search(r"\(read again: (.*) changed\)", changed.output)
+        named = {"files": ("data.txt", "outside_module.py"), "listing": ("listed",), "later": ("later.txt",)}[change]
+        assert why and {str(outside / name) for name in named} <= set(why[1].split(", ")), changed.output
+        assert shown == {"files": "data two module 2 listed ['a'] later: none",
+                         "listing": "data two module 2 listed ['a', 'b'] later: none",
+                         "later": "data two module 2 listed ['a', 'b'] later here"}[change], (change, shown)

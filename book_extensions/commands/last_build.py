@@ -24,7 +24,7 @@ from ..configuration.settings import Language
 from ..configuration.site_inputs import digest_of_files
 from ..execution.cache_key import DEPENDENCIES_FILE, EXECUTIONS_FILE, cache_dir
 from ..execution.kernel_inputs import installed_packages
-from ..paths import shown, write_atomically, write_own_file
+from ..paths import content_digest, shown, write_atomically, write_own_file
 from . import publish
 
 NOTE = "book-last-build.json"  # beside each language's doctrees: its last successful build
@@ -100,11 +100,7 @@ def changed_dependencies(doctrees: Path) -> list[str] | None:
         return None
     changed = []
     for path, digest in noted.items():
-        try:
-            now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        except OSError:
-            now = None
-        if now != digest:
+        if content_digest(path) != digest:
             changed.append(path)
     return changed
 

@@ -37,20 +37,13 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 
 from .. import build_state
-from ..paths import write_atomically
+from ..paths import content_digest, write_atomically
 from . import page_state
 from .cache_key import DEPENDENCIES_FILE
 
 
 def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf8", "surrogateescape")).hexdigest()
-
-
-def file_digest(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def page_text_digest(env: BuildEnvironment, docname: str) -> str | None:
@@ -77,7 +70,7 @@ def snapshot(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
     them."""
     files = {p for p in Path(env.srcdir).rglob("*") if p.is_file()}
     files |= {Path(p) for deps in env.dependencies.values() for p in deps}
-    build_state.run(app).source_snapshot = {str(p): file_digest(p) for p in files}
+    build_state.run(app).source_snapshot = {str(p): content_digest(p) for p in files}
 
 
 def note_shown_before(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
@@ -153,9 +146,15 @@ def note_dependencies(app: Sphinx, doctree) -> None:
     for node in doctree.findall(PendingGlueReference) if doctree is not None else ():
         if node.refdoc != env.docname:
             env.note_dependency(str(env.doc2path(node.refdoc)))
-    known = build_state.run(app).source_snapshot
+    # What its kernel read outside the keyed folders (execution/runner.py), as it was when the
+    # page ran: a change reads the page again, and the cache executes it again.
+    runner = build_state.run(app).page_runner
+    reads = runner.reads.pop(str(env.doc2path(env.docname)), {}) if runner is not None else {}
+    for path in reads:
+        env.note_dependency(path)
+    known = {**build_state.run(app).source_snapshot, **reads}
     page_state.of(env).dependencies = {
-        str(p): known[str(p)] if str(p) in known else file_digest(p)
+        str(p): known[str(p)] if str(p) in known else content_digest(p)
         for p in sorted(env.dependencies.get(env.docname, ()))
     }
 
@@ -166,7 +165,7 @@ def changed(env: BuildEnvironment, docname: str) -> bool:
         return True  # read before this extension noted anything: read it again
     if page_text_digest(env, docname) != state.source:
         return True
-    return any(file_digest(Path(path)) != digest for path, digest in state.dependencies.items())
+    return any(content_digest(Path(path)) != digest for path, digest in state.dependencies.items())
 
 
 def pages_with_other_content(app: Sphinx, env: BuildEnvironment, added, changed_now, removed) -> list[str]:

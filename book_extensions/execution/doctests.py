@@ -128,6 +128,8 @@ class ExamplesServer:
         # The examples' writes are refused by the sandbox, not noted in a page's log.
         environment.pop("BOOK_WRITES_LOG", None)
         environment.pop("BOOK_WATCHED_ROOTS", None)
+        environment.pop("BOOK_READS_LOG", None)  # not cached: nothing to key
+        environment.pop("BOOK_KNOWN_ROOTS", None)
         # Its text, not its module: a page's kernel cannot import it (so the cache is not keyed on it).
         program = Path(doctest_examples.__file__).read_text(encoding="utf8") + "\nserve_pages(int(sys.argv[1]))\n"
         command = [sys.executable, "-c", program]

@@ -8,13 +8,14 @@ again). The cache's name is what the build driver's fast path and the records re
 jupyter_client, to read the kernel spec): the build driver reads this before it starts Sphinx.
 
 Which repository files a kernel can import: only a copy of :data:`KERNEL_PACKAGE` (the
-package's ``kernel/``: the startup file, the figures pages draw, the audit of writes), staged
+package's ``kernel/``: the startup file, the figures pages draw, the audits of writes and reads), staged
 in a folder of the build's own under an empty ``book_extensions/__init__.py``, is on the
 kernel's ``PYTHONPATH``; the repository itself is not, so ``import examples``, ``import conf``
 or another stage of the package fails in a cell. Those files are keyed, and nothing else of the repository has to be:
 a change to the rest of ``book_extensions/`` (checks, site, records) executes nothing again.
-What a cell could still read is a file named by its absolute path on the build machine,
-which no page does and which the published-paths gate would show.
+What a cell reads by a path of its own, outside those folders, is followed apart from the
+key: the kernel notes it (:mod:`..kernel.reads`), and the page is executed again when it changes
+(:mod:`.runner` keeps the digests with the cached outputs).
 """
 
 from __future__ import annotations
@@ -94,11 +95,15 @@ INPUTS = (
           "out; a program a cell loads is its code)",
           "test_code_comments.py::test_a_page_and_its_twin_loading_page_share_one_execution"),
     Input("the repository code kernels import", "keyed", "only a staged copy of KERNEL_PACKAGE is importable "
-          "(startup file, figures, writes audit); its files are in the digest",
+          "(startup file, figures, writes and reads audits); its files are in the digest",
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
     Input("the rest of the repository", "neutralised", "not on the kernel's PYTHONPATH: importing it fails "
-          "(a file a cell opens by its path is not keyed: CONTRIBUTING says so; pages open none)",
+          "(a file a cell opens by its path is followed: the next entry)",
           "test_kernel_inputs.py::test_the_builds_environment_does_not_reach_a_page"),
+    Input("files a cell reads by their path", "keyed", "the kernel notes each file it opens and folder it "
+          "lists outside its Python, its PYTHONPATH, the page's folders and the system's (kernel/reads.py); "
+          "their digests are kept with the page's cached outputs, a change executes the page again",
+          "test_kernel_inputs.py::test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_changes"),
     Input("the executor", "keyed", "execution/runner.py and this module are in the digest",
           "test_kernel_inputs.py::test_each_keyed_input_changes_the_cache_name"),
     Input("environment variables", "neutralised", "kernels get FIXED_ENVIRONMENT and the page's home, nothing "

@@ -76,6 +76,7 @@ from nbformat import ValidationError
 from traitlets import Integer, default
 
 from ..kernel import sandbox
+from ..paths import content_digest, shown
 from . import kernel_inputs, running_cells
 from .cache_key import CACHE_LOCK
 from .cell_checks import cell_line, output_size, too_much_output
@@ -281,6 +282,9 @@ class Execution:
     error: str | None = None
     cell: int | None = None  # index in notebook.cells of the cell that was running
     detail: str = ""
+    # What the kernel read outside the keyed folders (kernel/reads.py): path -> digest
+    # (paths.content_digest), as it was when the page ended.
+    reads: dict[str, str | None] = field(default_factory=dict)
 
 
 def repository(folder: Path) -> Path:
@@ -415,6 +419,9 @@ class PageRunner:
     executed_notebooks: dict[str, object] = field(default_factory=dict, repr=False)
     # The execution record (PageClient.exec_metadata) of each page read in this process.
     executions: dict[str, dict] = field(default_factory=dict, repr=False)
+    # What each page's kernel read outside the keyed folders (Execution.reads), for the
+    # page's dependencies (changed_pages.note_dependencies).
+    reads: dict[str, dict[str, str | None]] = field(default_factory=dict, repr=False)
     # A page's kernel's whole environment, given the empty home made for the page
     # (page_execution.prepare_kernels); None: the CPU's, with the kernel package staged in
     # each page's scratch folder.
@@ -594,11 +601,12 @@ class PageRunner:
             )
             client.owns_km = True  # so that nbclient shuts the kernel down when the page is done
             try:
-                result = run_kernel(client, self.page_environment(scratch), Path(scratch, "kernel.log"))
+                result = run_kernel(client, self.page_environment(scratch, parent), Path(scratch, "kernel.log"))
             finally:
                 # Before the sources are compared: a process left running cannot write later,
                 # when another page would be blamed.
                 left = processes.stop_the_rest(running.get("cell", 0))
+            result.reads = kernel_reads(Path(scratch, READS_LOG))
         if client.stopped_by is not None:
             # Ctrl-C or SIGTERM killed the kernel (CheckedClient.stop): however the page
             # ended, it did not fail; the build stops.
@@ -619,8 +627,9 @@ class PageRunner:
             result.detail = self.changed_detail(changed, self.writers(scratch, noted), page)
         return result
 
-    def page_environment(self, scratch: str) -> dict[str, str]:
-        """The kernel's environment variables: never the build's (kernel_inputs lists them)."""
+    def page_environment(self, scratch: str, sockets: str | None = None) -> dict[str, str]:
+        """The kernel's environment variables: never the build's (kernel_inputs lists them).
+        ``sockets``: the folder of the page's kernel sockets, if not ``scratch``."""
         if self.kernel_environment is None:  # a bare runner's: the package lives and goes with the page
             package = kernel_inputs.staged_kernel_package(Path(scratch, "kernel-package"))
             environment = kernel_inputs.kernel_environment("cpu", Path(scratch, "home"), package=package)
@@ -633,6 +642,11 @@ class PageRunner:
         environment["TMPDIR"] = str(self.temporary_folder())
         environment["TORCHINDUCTOR_CACHE_DIR"] = str(Path(scratch, "inductor"))
         environment["TRITON_CACHE_DIR"] = str(Path(scratch, "triton"))
+        # Read by kernel/reads.py: what the page may read without it being noted, besides
+        # the kernel's Python, its PYTHONPATH and the system's folders.
+        environment["BOOK_READS_LOG"] = str(Path(scratch, READS_LOG))
+        environment["BOOK_KNOWN_ROOTS"] = os.pathsep.join(
+            dict.fromkeys([scratch, sockets or scratch, str(self.temporary_folder())]))
         if self.writes_logs is not None:  # read by kernel/writes.py
             environment.update(BOOK_WRITES_LOG=str(self.page_log(scratch)),
                                BOOK_WATCHED_ROOTS=os.pathsep.join(map(str, self.watched_sources)))
@@ -753,6 +767,24 @@ def drop(cache, hashkey: str) -> None:
     shutil.rmtree(notebook_folder(cache, hashkey), ignore_errors=True)
 
 
+# In a page's scratch folder: the paths its kernel read outside the keyed folders (kernel/reads.py).
+READS_LOG = "book-reads.log"
+
+
+def kernel_reads(log: Path) -> dict[str, str | None]:
+    """Each path the kernel noted in ``log`` (kernel/reads.py) and its content's digest now."""
+    try:
+        paths = log.read_bytes().decode(errors="surrogateescape").splitlines()
+    except OSError:
+        return {}
+    return {path: content_digest(path) for path in sorted(set(paths)) if path}
+
+
+def changed_reads(reads: dict) -> list[str]:
+    """The paths of ``reads`` (a record's) whose content differs now."""
+    return [path for path, digest in reads.items() if content_digest(path) != digest]
+
+
 def keyed(notebook):
     """A copy of ``notebook`` whose code cells hold their code only: what the cache keys and stores."""
     copied = copy.deepcopy(notebook)
@@ -765,8 +797,9 @@ def keyed(notebook):
     return copied
 
 
-def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
-    """Add an executed notebook to the cache, replacing an older execution of the same code.
+def store(cache_path: str, notebook, uri: str, seconds: float, reads: dict | None = None) -> None:
+    """Add an executed notebook to the cache, replacing an older execution of the same code;
+    ``reads``: what its kernel read outside the keyed folders (:attr:`Execution.reads`).
 
     Nothing half-written stays: if writing fails, or the notebook does not read back, the
     record and its folder are removed again and CacheWriteError says why.
@@ -779,7 +812,8 @@ def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
             # A folder left without its record or notebook would fail jupyter-cache's mkdir.
             shutil.rmtree(notebook_folder(cache, hashkey), ignore_errors=True)
             record = cache.cache_notebook_bundle(
-                CacheBundleIn(notebook, uri, data={"execution_seconds": seconds, OUTPUTS_DIGEST: outputs_digest(notebook)}),
+                CacheBundleIn(notebook, uri, data={"execution_seconds": seconds, OUTPUTS_DIGEST: outputs_digest(notebook),
+                                                   READS: reads or {}}),
                 check_validity=False, overwrite=True,
             )
             cache.get_cache_bundle(record.pk)  # reads and parses the notebook just written
@@ -797,6 +831,10 @@ def store(cache_path: str, notebook, uri: str, seconds: float) -> None:
 CACHED_METADATA = ("kernelspec", "language_info", "widgets")
 # In a cache record's data: the digest of the outputs stored, which a record read back must match.
 OUTPUTS_DIGEST = "book_outputs_digest"
+# In a cache record's data: what its kernel read outside the keyed folders, each path's digest then.
+READS = "book_reads"
+# How cached_notebook's reason starts when a file a record's kernel read has changed.
+READ_CHANGED = "a file its cells read has changed since the page ran"
 # What of an output the page shows (not its metadata, which jupyter-cache may rewrite).
 SHOWN_OUTPUT_KEYS = ("output_type", "name", "text", "data", "ename", "evalue", "traceback")
 
@@ -821,7 +859,7 @@ def outputs_digest(notebook) -> str:
 def cached_notebook(cache, notebook) -> tuple[object, object, str]:
     """The cache's record of ``notebook``'s code and the notebook with its outputs (and its
     own sources, comments included), or (None, None, why the record was dropped: "" when
-    there was none)."""
+    there was none). A record whose kernel read a file that has changed since is dropped too."""
     code = keyed(notebook)
     try:
         record = cache.match_cache_notebook(code)
@@ -834,8 +872,13 @@ def cached_notebook(cache, notebook) -> tuple[object, object, str]:
     except (ValueError, ValidationError, IndexError, OSError) as error:  # truncated: NotJSONError; mode 000
         why = f"its notebook is unreadable ({type(error).__name__})"
     else:
+        reads = record.data.get(READS) or {}
         if record.data.get(OUTPUTS_DIGEST) != outputs_digest(merged):
             why = "its outputs were changed after they were stored"
+        elif not isinstance(reads, dict):
+            why = "its list of the files its cells read is unreadable"
+        elif changed := changed_reads(reads):
+            why = f"{READ_CHANGED} ({shown(changed[0])})"
         else:
             for cell, own in zip(merged.cells, notebook.cells, strict=True):
                 cell.source, cell.metadata = own.source, copy.deepcopy(own.metadata)
@@ -885,11 +928,14 @@ class PageClient(NotebookClientBase):
         cache = get_cache(cache_path)
         with cache_lock(cache_path):
             record, merged, dropped = cached_notebook(cache, self.notebook)
-        if dropped:
+        if dropped.startswith(READ_CHANGED):
+            self.logger.info(f"{dropped}: executing the page again")
+        elif dropped:
             self.logger.info(f"the execution cache {cache_path} had a damaged record of this page "
                              f"({dropped}): dropped it, executing the page again")
         if record is not None:
             take_outputs(self.notebook, merged)
+            self.runner.reads[str(self.path)] = record.data.get(READS) or {}
             self.logger.info(f"Using cached notebook: ID={record.pk}")
             self.exec_metadata = {
                 "mtime": utc_timestamp(record.created),
@@ -909,7 +955,7 @@ class PageClient(NotebookClientBase):
         failed = result.cell is not None and result.cell < len(self.notebook.cells)
         if result.error is None:
             try:
-                store(cache_path, self.notebook, str(self.path), result.seconds)
+                store(cache_path, self.notebook, str(self.path), result.seconds, result.reads)
             except CacheWriteError as error:
                 result.error, result.detail = "CacheWriteError", str(error)
         self.exec_metadata = {
@@ -928,6 +974,7 @@ class PageClient(NotebookClientBase):
             "book_detail": result.detail,
         }
         if result.error is None:
+            self.runner.reads[str(self.path)] = result.reads
             self.remember()
 
     def remember(self) -> None:

@@ -53,3 +53,6 @@ del os, sys, warnings, get_ipython, _format_warning, _device, _stream
 # Notes the files the page writes in the book's repository, so that the build blames the
 # page that wrote them (kernel/writes.py); binds no name a cell could use.
 __import__("book_extensions.kernel.writes")
+# Notes the files the page reads outside the folders the cache key covers, so that a change
+# to one executes the page again (kernel/reads.py).
+__import__("book_extensions.kernel.reads")

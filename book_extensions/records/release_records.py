@@ -69,7 +69,7 @@ def _execute_with(kernel_environment, docs: Path, cache_dir: Path, timeout: int,
             raise ReleasesError(f"{docs.name}/{path.relative_to(docs).as_posix()}: execution stopped with {result.error}"
                                 + (f" ({result.detail})" if result.detail else ""))
         try:
-            runner.store(str(cache_dir), notebook, str(path), result.seconds)
+            runner.store(str(cache_dir), notebook, str(path), result.seconds, result.reads)
         except runner.CacheWriteError as error:
             raise ReleasesError(str(error)) from None
         executed.append(page)

@@ -47,13 +47,35 @@ def record_path(results: Path, release: str) -> Path:
 
 
 def recorded(results: Path, releases: list[str]) -> dict[str, dict]:
-    """The records that exist, by release, oldest first."""
+    """The records that exist, by release, oldest first (not to be changed: they are shared)."""
     found = {}
     for release in releases:
-        data = cell_records.load(record_path(results, release))
+        data = loaded_record(record_path(results, release))
         if data is not None:
             found[release] = data
     return found
+
+
+# Each record this process parsed, by path, with the file's identity then: every page read
+# compares its cells with every release's record (about 1 MB of JSON), which it parsed again
+# for each page.
+_LOADED: dict[Path, tuple[tuple[int, int, int], dict]] = {}
+
+
+def loaded_record(path: Path) -> dict | None:
+    """:func:`.cell_records.load`, parsed once while the file stays as it was."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    identity = (status.st_ino, status.st_size, status.st_mtime_ns)
+    kept = _LOADED.get(path)
+    if kept is None or kept[0] != identity:
+        data = cell_records.load(path)
+        if data is None:
+            return None
+        kept = _LOADED[path] = (identity, data)
+    return kept[1]
 
 
 # --- comparing -----------------------------------------------------------------

@@ -22,7 +22,7 @@ in it does one job (its docstring says which) and, if it is an extension, has it
   :mod:`~.execution.doctests` (the "Check yourself" doctests: run in a process of their own,
   compared in Sphinx's);
 - :mod:`.kernel`: code that runs inside the pages' kernels, not in Sphinx (startup file,
-  figures, the audit of what a page writes); pages import its figures by this name;
+  figures, the audits of what a page writes and reads); pages import its figures by this name;
 - :mod:`.checks`: what the build refuses: :mod:`~.checks.page_sources` (what a page's source
   must be), :mod:`~.checks.parity` (the languages are the same book), :mod:`~.checks.prose`
   (no torch release named in prose, a language's terms), :mod:`~.checks.typography` (a CJK

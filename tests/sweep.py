@@ -67,7 +67,12 @@ MEASURE = """() => {
     .filter(block => block.matches('.traceback, .stderr, .highlight-pycon') || message.test(block.textContent));
   const scrolling = blocks.map(block => block.querySelector('pre') || block)
     .filter(pre => pre.scrollWidth > pre.clientWidth).map(text);
-  return {brokenInTables, brokenWords, messages: blocks.length, scrolling,
+  // A long name broken after an underscore (readable_layout.py's span.book-name-break).
+  const nameBreaks = [...document.querySelectorAll('.bd-article .book-name-break')]
+    .filter(mark => mark.previousElementSibling && mark.nextElementSibling
+      && mark.nextElementSibling.getBoundingClientRect().top > mark.previousElementSibling.getBoundingClientRect().top + 2)
+    .map(mark => text(mark.parentElement));
+  return {brokenInTables, brokenWords, messages: blocks.length, scrolling, nameBreaks,
           pageWidth: document.scrollingElement.scrollWidth};
 }"""
 

@@ -39,12 +39,37 @@ def test_code_stays_whole_and_messages_wrap(browser, site, book, language, width
     for name, surveyed in survey(browser, site, book.site(), language, width).items():
         found = surveyed["measure"]
         messages += found["messages"]
-        for key in ("brokenInTables", "brokenWords", "scrolling"):
+        # nameBreaks: a long name breaks after an underscore below 360 px only.
+        for key in ("brokenInTables", "brokenWords", "scrolling", "nameBreaks"):
             problems += [(name, key, item) for item in found[key]]
         if found["pageWidth"] > width:
             problems.append((name, "page scrolls sideways", found["pageWidth"]))
     assert messages > 50  # the check saw the book's errors, warnings and doctests
     assert problems == []
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_name_longer_than_the_narrowest_phones_column_breaks_after_an_underscore(browser, site, book, language):
+    """At 320 px a name wider than the column (``create_selective_checkpoint_contexts`` in a
+    sentence, ``._checkpoint_wrapped_module`` beside an exercise's letter) scrolled its page
+    sideways: there it breaks after an underscore (readable_layout.py's span.book-name-break),
+    never elsewhere in a piece of code (brokenWords), and on no wider screen (the sweeps above)."""
+    pages = sorted(p.name for p in (book.site() / language).glob("*.html")
+                   if "book-name-break" in p.read_text(encoding="utf8"))
+    assert {"checkpointing.html", "debugging-in-place.html", "exercises.html"} <= set(pages)
+    context = browser.new_context(base_url=site, viewport={"width": 320, "height": 700})
+    page = context.new_page()
+    problems, broken = [], []
+    for name in pages:
+        visit(page, f"/{language}/{name}")
+        found = page.evaluate(MEASURE)
+        problems += [(name, "brokenWords", item) for item in found["brokenWords"]]
+        if found["pageWidth"] > 320:
+            problems.append((name, "page scrolls sideways", found["pageWidth"]))
+        broken += found["nameBreaks"]
+    context.close()
+    assert problems == []
+    assert any("create_selective_checkpoint_contexts" in text for text in broken), broken
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

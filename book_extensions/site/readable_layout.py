@@ -7,8 +7,11 @@ compared), a few small marks:
   sensibly, before a ``.`` and after a ``(``: a long call such as
   ``torch.autograd.set_detect_anomaly(True)`` then wraps on a phone without any
   identifier being cut in the middle; so does Chinese punctuation before code (see
-  CJK_CLOSING). Code in a table gets none (Chromium breaks at a ``<wbr>`` even where
-  CSS says ``nowrap``): there it breaks only between its words, on a phone. The
+  CJK_CLOSING). A name too long for the narrowest phones' column on its own
+  (``create_selective_checkpoint_contexts``) may break after one of its underscores there,
+  and only there (``span.book-name-break``, which book.css fills below 22.5rem). Code in a
+  table gets none (Chromium breaks at a ``<wbr>`` even where CSS says ``nowrap``): there it
+  breaks only between its words, on a phone. The
   exception is a table of quoted messages (the releases page's), whose code wraps like
   the sentences it holds;
 - printed text (a cell's outputs, the doctests of "Check yourself", another torch
@@ -48,6 +51,11 @@ BREAK = re.compile(r"(?<=[\w)\]])(?=\.[A-Za-z_])|(?<=\()(?=[^)])|(?<=::)(?=\w)|(
 # ("grad_fn=<SigmoidBackward0>", "tensor([[1., 2.],"), never inside a word or a number.
 OUTPUT_BREAK = re.compile(BREAK.pattern + r"|(?<=[,=])(?=[^\s,=)\]}])|(?<=[\[{])(?=[^\]}\s])")
 LONG = 16
+# A name this long (letters, digits and "_" only) can be wider than a column of a 320 px
+# phone (some 34 characters of inline code across the page, 25 beside an exercise's letter):
+# there it may break after an underscore that follows a letter or digit (NAME_BREAK, book.css).
+LONG_NAME = re.compile(r"\w{20,}")
+NAME_BREAK = re.compile(r"(?<=[^\W_]_)(?=[^\W_])")
 
 # "RuntimeError: ...", "UserWarning: ..." anywhere in a printed output.
 MESSAGE = re.compile(r"\b[A-Z]\w*(?:Error|Warning|Exception)\b")
@@ -70,6 +78,23 @@ LABELLED_BUILDERS = {"html", "dirhtml", "singlehtml"}
 
 class wbr(nodes.Inline, nodes.Element):
     """A line-break opportunity: ``<wbr>`` in HTML, nothing in text."""
+
+
+class name_break(nodes.Inline, nodes.Element):
+    """Where a long name may break on the narrowest phones only (:data:`LONG_NAME`): an empty
+    ``span.book-name-break``, which book.css fills with a zero-width space there."""
+
+
+def visit_name_break(self, node: name_break) -> None:
+    self.body.append('<span class="book-name-break"></span>')
+    raise nodes.SkipNode
+
+
+def name_pieces(text: str) -> list[str]:
+    """``text`` cut after the underscores of its long names (one piece when it has none)."""
+    bounds = [0, *(name.start() + cut.start() for name in LONG_NAME.finditer(text)
+                   for cut in NAME_BREAK.finditer(name.group())), len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
 def visit_wbr(self, node: wbr) -> None:
@@ -244,10 +269,12 @@ def break_inline_code(root: nodes.Element) -> None:
             literal.parent.insert(before + 1, wbr())
         for text in list(literal.findall(nodes.Text)):
             parts = pieces(str(text))
-            if len(parts) > 1:
-                replacement = [nodes.Text(parts[0])]
-                for part in parts[1:]:
-                    replacement += [wbr(), nodes.Text(part)]
+            if len(parts) > 1 or len(name_pieces(parts[0])) > 1:
+                replacement = []
+                for part in parts:
+                    replacement += [wbr()] if replacement else []
+                    for number, name in enumerate(name_pieces(part)):
+                        replacement += [name_break(), nodes.Text(name)] if number else [nodes.Text(name)]
                 text.parent.replace(text, replacement)
 
 
@@ -404,6 +431,7 @@ def label_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 
 def setup(app: Sphinx) -> None:
     app.add_node(wbr, html=(visit_wbr, None))
+    app.add_node(name_break, html=(visit_name_break, None))
     app.add_node(cell_label, html=(visit_cell_label, depart_cell_label))
     app.connect("doctree-resolved", label_tables, priority=900)
     # Printed text's break opportunities go into what Sphinx wrote for the block (ReadableLayout

@@ -255,3 +255,17 @@ def test_every_page_offers_its_executed_notebook_in_its_language(good):
         outputs = [o for c in notebook["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
         assert any(o["output_type"] == "error" and o["ename"] == "RuntimeError" for o in outputs)
         assert "0x…" in json.dumps(notebook, ensure_ascii=False)  # addresses blanked as on the page
+
+
+def test_every_page_the_build_read_was_written(good):
+    """Sphinx drops the error of a parallel writer that fails while it starts the next one, and
+    the build ends well with pages missing (site/post_build.py): each build checks that every
+    page it read was written, from the pages' own note of being written."""
+    from book_extensions.site.post_build import WRITTEN_PAGES, unwritten_pages
+
+    for language in ("en", "zh"):
+        doctrees = good.out / "cpu" / "doctrees" / language
+        read = json.loads((doctrees / EXECUTIONS_FILE).read_text())["read"]
+        assert read and unwritten_pages(read, doctrees / WRITTEN_PAGES) == []
+        assert unwritten_pages([*read, "dropped"], doctrees / WRITTEN_PAGES) == ["dropped"]
+        assert unwritten_pages(read, doctrees / "missing.log") == sorted(read)

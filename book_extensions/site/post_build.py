@@ -1,7 +1,10 @@
 """What happens to a language's site once Sphinx has written it: every step, in its order.
 
 This is the book's one ``build-finished`` handler (no other module connects to that event),
-so the order below is the order they run in. It runs after the other extensions' handlers
+so the order below is the order they run in. The first step makes sure Sphinx wrote every page
+it read: a writer process of a parallel build that fails while Sphinx starts the next one has
+its error dropped (``ParallelTasks.add_task`` ends the writers and goes on), and the build
+ended well with those pages missing from the site. It runs after the other extensions' handlers
 of that event (priority 900), myst-nb's among them: myst-nb copies its stylesheet there, and
 the stylesheets are trimmed after. Each step declares the builds it concerns (which builders,
 and whether a failed build too); :func:`steps_for` chooses, and a step itself only works.
@@ -12,10 +15,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from .. import build_state
 from ..checks import leaked_paths, remote_loads
 from ..editions import offline_builders
 from ..execution import changed_pages, page_execution
@@ -50,8 +55,46 @@ class Step:
 # The web site's builder, and every builder that writes HTML (the site, singlehtml, epub).
 SITE, HTML = {"builder": "html"}, {"output_format": "html"}
 
+# Beside the doctrees: each page this build wrote, NUL-separated (note_written_page), in
+# whichever process wrote it.
+WRITTEN_PAGES = "book-written-pages.log"
+
+
+def forget_written_pages(app: Sphinx) -> None:
+    """``builder-inited``: no page of this build is written yet."""
+    (Path(app.doctreedir) / WRITTEN_PAGES).unlink(missing_ok=True)
+
+
+def note_written_page(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """``html-page-context``: a page is being written (by Sphinx's main process or a writer)."""
+    if doctree is not None:  # a page of the book, not the search page or the index
+        Path(app.doctreedir).mkdir(parents=True, exist_ok=True)
+        with open(Path(app.doctreedir) / WRITTEN_PAGES, "ab") as log:  # one write a page: O_APPEND keeps it whole
+            log.write(pagename.encode() + b"\0")
+
+
+def unwritten_pages(read: list[str], log: Path) -> list[str]:
+    """The pages of ``read`` that the log of written pages does not name."""
+    try:
+        written = set(log.read_bytes().decode().split("\0"))
+    except OSError:
+        written = set()
+    return sorted(set(read) - written)
+
+
+def check_every_read_page_written(app: Sphinx) -> None:
+    missing = unwritten_pages(build_state.site(app.env).read_now, Path(app.doctreedir) / WRITTEN_PAGES)
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        logger.warning(f"{Path(app.outdir).name}: Sphinx read {shown} but did not write "
+                       f"{'it' if len(missing) == 1 else 'them'} (a parallel writer failed, and Sphinx "
+                       "dropped its error): nothing is published; build again with `-j 1` to see it",
+                       type="book", subtype="unwritten")
+
+
 STEPS = (
     Step(page_execution.write_executions, after_failure=True),  # which pages this build read and executed
+    Step(check_every_read_page_written, **SITE),  # first: a page Sphinx dropped fails the build
     Step(changed_pages.write_outside_dependencies, **SITE),  # the files outside docs/ it read, for the driver
     Step(offline_builders.copy_editions_into_site, **SITE),  # the PDF and EPUB built from these sources
     Step(meta_and_footer.write_manifest, **HTML),  # what the site root needs from this language
@@ -82,4 +125,6 @@ def finish(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> None:
+    app.connect("builder-inited", forget_written_pages)
+    app.connect("html-page-context", note_written_page)
     app.connect("build-finished", finish, priority=900)

@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 from contextlib import suppress
 from pathlib import Path
@@ -69,13 +70,18 @@ def shown(path: str | os.PathLike, base: Path = ROOT) -> str:
 
 
 def content_digest(path: str | os.PathLike) -> str | None:
-    """What a page read from ``path``, as a digest: a file's bytes (sha256), a folder's sorted
-    names ("folder " and theirs); None for what cannot be read (gone, not allowed)."""
+    """What a page read from ``path``, as a digest: a file's bytes (sha256, read in pieces), a
+    folder's sorted names ("folder " and theirs), another kind's type ("special <mode>": a pipe
+    is never read); None for what cannot be read (gone, not allowed)."""
     try:
-        if os.path.isdir(path):
+        status = os.stat(path)
+        if stat.S_ISDIR(status.st_mode):
             names = "\0".join(sorted(os.listdir(path)))
             return "folder " + hashlib.sha256(names.encode(errors="surrogateescape")).hexdigest()
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        if not stat.S_ISREG(status.st_mode):
+            return f"special {stat.S_IFMT(status.st_mode):o}"
+        with open(path, "rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest()
     except OSError:
         return None
 

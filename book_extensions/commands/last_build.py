@@ -89,7 +89,8 @@ def why_read_again(note: dict, parts: dict[str, str] | None, site_files: dict | 
 
 def changed_dependencies(doctrees: Path) -> list[str] | None:
     """Each file outside the docs folder that the language's pages were read from (a
-    ``{literalinclude}``, a program a cell loads) and that now has other content or is gone,
+    ``{literalinclude}``, a program a cell loads, a file or folder a kernel read:
+    kernel/reads.py) and that now has other content or is gone,
     as the last build that ended well listed them (:data:`DEPENDENCIES_FILE`, written by
     :mod:`..execution.changed_pages`); None without that list: nothing can be trusted."""
     try:

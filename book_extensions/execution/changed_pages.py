@@ -146,17 +146,18 @@ def note_dependencies(app: Sphinx, doctree) -> None:
     for node in doctree.findall(PendingGlueReference) if doctree is not None else ():
         if node.refdoc != env.docname:
             env.note_dependency(str(env.doc2path(node.refdoc)))
-    # What its kernel read outside the keyed folders (execution/runner.py), as it was when the
-    # page ran: a change reads the page again, and the cache executes it again.
-    runner = build_state.run(app).page_runner
-    reads = runner.reads.pop(str(env.doc2path(env.docname)), {}) if runner is not None else {}
-    for path in reads:
-        env.note_dependency(path)
-    known = {**build_state.run(app).source_snapshot, **reads}
-    page_state.of(env).dependencies = {
+    known = build_state.run(app).source_snapshot
+    dependencies = {
         str(p): known[str(p)] if str(p) in known else content_digest(p)
         for p in sorted(env.dependencies.get(env.docname, ()))
     }
+    # And what its kernel read outside the keyed folders (execution/runner.py), as it was when
+    # the page ran: a change reads the page again (by content, :func:`changed`; not through
+    # Sphinx, which would read a page that listed a folder or missed a file on every build),
+    # and the cache executes it again.
+    runner = build_state.run(app).page_runner
+    dependencies.update(runner.reads.pop(str(env.doc2path(env.docname)), {}) if runner is not None else {})
+    page_state.of(env).dependencies = dict(sorted(dependencies.items()))
 
 
 def changed(env: BuildEnvironment, docname: str) -> bool:

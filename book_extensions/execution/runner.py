@@ -564,7 +564,7 @@ class PageRunner:
             await client.kernel_failed(notebook)
 
         before, noted = self.source_state(), self.log_sizes()
-        started = time.perf_counter()
+        started, started_ns = time.perf_counter(), time.time_ns()
         # A cell may leave a process writing in its folder: cleaning up must not fail the build.
         with (tempfile.TemporaryDirectory(prefix="book-page-", ignore_cleanup_errors=True) as scratch,
               socket_parent(scratch) as parent):
@@ -606,7 +606,7 @@ class PageRunner:
                 # Before the sources are compared: a process left running cannot write later,
                 # when another page would be blamed.
                 left = processes.stop_the_rest(running.get("cell", 0))
-            result.reads = kernel_reads(Path(scratch, READS_LOG))
+            result.reads = kernel_reads(Path(scratch, READS_LOG), started_ns)
         if client.stopped_by is not None:
             # Ctrl-C or SIGTERM killed the kernel (CheckedClient.stop): however the page
             # ended, it did not fail; the build stops.
@@ -771,13 +771,28 @@ def drop(cache, hashkey: str) -> None:
 READS_LOG = "book-reads.log"
 
 
-def kernel_reads(log: Path) -> dict[str, str | None]:
-    """Each path the kernel noted in ``log`` (kernel/reads.py) and its content's digest now."""
+# A read's digest when its file changed while the page ran: no content has it, so the next
+# build executes the page again.
+CHANGED_WHILE_RUNNING = "changed while the page ran"
+
+
+def kernel_reads(log: Path, since_ns: int) -> dict[str, str | None]:
+    """Each path the kernel noted in ``log`` (kernel/reads.py) and its content's digest now, or
+    :data:`CHANGED_WHILE_RUNNING` for one changed since ``since_ns`` (time.time_ns() when the
+    page started): its outputs may hold what it read before."""
     try:
-        paths = log.read_bytes().decode(errors="surrogateescape").splitlines()
+        paths = log.read_bytes().decode(errors="surrogateescape").split("\0")
     except OSError:
         return {}
-    return {path: content_digest(path) for path in sorted(set(paths)) if path}
+    found = {}
+    for path in sorted({p for p in paths if os.path.isabs(p)}):  # the log is in the page's folder
+        with suppress(OSError):
+            status = os.stat(path)
+            if max(status.st_mtime_ns, status.st_ctime_ns) >= since_ns:
+                found[path] = CHANGED_WHILE_RUNNING
+                continue
+        found[path] = content_digest(path)
+    return found
 
 
 def changed_reads(reads: dict) -> list[str]:
@@ -834,7 +849,7 @@ OUTPUTS_DIGEST = "book_outputs_digest"
 # In a cache record's data: what its kernel read outside the keyed folders, each path's digest then.
 READS = "book_reads"
 # How cached_notebook's reason starts when a file a record's kernel read has changed.
-READ_CHANGED = "a file its cells read has changed since the page ran"
+READ_CHANGED = "a file or folder its cells read has changed since the page ran"
 # What of an output the page shows (not its metadata, which jupyter-cache may rewrite).
 SHOWN_OUTPUT_KEYS = ("output_type", "name", "text", "data", "ename", "evalue", "traceback")
 
@@ -878,7 +893,8 @@ def cached_notebook(cache, notebook) -> tuple[object, object, str]:
         elif not isinstance(reads, dict):
             why = "its list of the files its cells read is unreadable"
         elif changed := changed_reads(reads):
-            why = f"{READ_CHANGED} ({shown(changed[0])})"
+            more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+            why = f"{READ_CHANGED} ({shown(changed[0])}{more})"
         else:
             for cell, own in zip(merged.cells, notebook.cells, strict=True):
                 cell.source, cell.metadata = own.source, copy.deepcopy(own.metadata)

@@ -9,13 +9,16 @@ build said "unchanged" (attack 11, cases 5 and 7). This audit hook
 (:func:`sys.addaudithook`) notes each path the kernel opens, or whose folder it lists,
 outside the folders whose contents are keyed or neutralised: the kernel's Python
 (its prefixes: the toolchain), its ``PYTHONPATH`` (the staged kernel package, keyed entries),
-the page's own folders (scratch, home, the build's temporary files) and the system's
-(``/usr``, ``/etc``, ``/proc``...). One line a path, in the page's log; the executor digests each
-noted path when the page ends and keeps the digests with the page's cached outputs, so that
-a later build whose digests differ executes the page again (and Sphinx reads it again).
+the page's own folders (scratch, home, the build's temporary files; a link there to a file
+elsewhere is noted by its target) and the system's (``/usr``, ``/etc``, ``/proc``...). After
+each cell, every module imported from outside those folders is noted by its file too: an
+import served from a ``.pyc``, or a compiled extension, opens no source a hook sees.
+The paths go into the page's log, separated by NUL; the executor digests each when the page
+ends and keeps the digests with the page's cached outputs, so that a later build whose
+digests differ executes the page again (and reads it again).
 
-What a C library or another program a cell runs reads passes no audit hook: those reads
-stay unkeyed (CONTRIBUTING says so).
+Not seen: what a C library or another program a cell runs reads (``!cat file``), and a
+file opened relative to a folder's descriptor (``dir_fd``). CONTRIBUTING says so.
 
 Set by the executor: ``BOOK_READS_LOG`` (the page's log) and ``BOOK_KNOWN_ROOTS`` (the page's
 own folders, ``os.pathsep``-separated).
@@ -27,39 +30,68 @@ import sys
 # The system's folders: their files are the machine's, read by every program (fonts, time
 # zones, /proc); a change there is a change of machine, which the key does not promise to see.
 _SYSTEM = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev", "/run")
-# Audit events that list a folder: its names can be a page's output too.
-_LISTINGS = ("os.listdir", "os.scandir")
+# Audit events that name a file or folder a cell reads from, by the position of its path.
+_READ_EVENTS = {"open": 0, "os.listdir": 0, "os.scandir": 0, "ctypes.dlopen": 0, "sqlite3.connect": 0}
+
+
+def _roots(paths) -> tuple:
+    """Each folder as given and as resolved, ending in a separator."""
+    return tuple({os.path.join(form(r), "") for r in paths for form in (os.path.abspath, os.path.realpath)})
 
 
 def _install() -> None:
     log_path = os.environ.get("BOOK_READS_LOG")
     if not log_path:
         return
-    own = [r for r in os.environ.get("BOOK_KNOWN_ROOTS", "").split(os.pathsep) if r]
+    own = _roots(r for r in os.environ.get("BOOK_KNOWN_ROOTS", "").split(os.pathsep) if r)
     python_path = [r for r in os.environ.get("PYTHONPATH", "").split(os.pathsep) if r]
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    known = tuple(os.path.join(os.path.realpath(r), "") for r in (*_SYSTEM, *prefixes, *python_path, *own))
-    known += tuple(os.path.join(os.path.abspath(r), "") for r in (*prefixes, *python_path, *own))
+    known = _roots((*_SYSTEM, *prefixes, *python_path)) + own
     # Opened before the hook exists, so the hook's own writes are not audited; O_APPEND keeps
-    # the lines of the kernel's threads whole.
+    # the entries of the kernel's threads whole.
     log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     noted = set()
+
+    def write(path: str) -> None:
+        if path not in noted:
+            noted.add(path)
+            os.write(log, path.encode(errors="surrogateescape") + b"\0")
 
     def note(path) -> None:
         if isinstance(path, int):  # a file descriptor: its path was noted when it was opened
             return
         path = os.path.abspath(os.fsdecode(path))
-        if path in noted or os.path.join(path, "").startswith(known):
+        if path in noted:
             return
-        noted.add(path)
-        os.write(log, f"{path}\n".encode(errors="surrogateescape"))
+        if not os.path.join(path, "").startswith(known):
+            write(path)
+        elif path.startswith(own):  # the page's own folder: a link there may lead elsewhere
+            target = os.path.realpath(path)
+            if not os.path.join(target, "").startswith(known):
+                write(target)
 
     def hook(event: str, args: tuple) -> None:
-        if event == "open" or event in _LISTINGS:
-            if args and args[0] is not None:
-                note(args[0])
+        position = _READ_EVENTS.get(event)
+        if position is not None and args:
+            path = args[position]
+            if event in ("os.listdir", "os.scandir") and path is None:
+                path = "."  # the working folder, which a cell may have changed
+            if isinstance(path, str | bytes | os.PathLike):
+                note(path)
+
+    def imported(*_) -> None:
+        """After each cell: the files of the modules imported from outside the known folders."""
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str) and path not in noted:
+                note(path)
 
     sys.addaudithook(hook)
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None:  # in a kernel: after each cell
+        shell.events.register("post_run_cell", imported)
 
 
 _install()

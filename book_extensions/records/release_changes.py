@@ -59,7 +59,7 @@ def recorded(results: Path, releases: list[str]) -> dict[str, dict]:
 # Each record this process parsed, by path, with the file's identity then: every page read
 # compares its cells with every release's record (about 1 MB of JSON), which it parsed again
 # for each page.
-_LOADED: dict[Path, tuple[tuple[int, int, int], dict]] = {}
+_LOADED: dict[Path, tuple[tuple[int, ...], dict]] = {}
 
 
 def loaded_record(path: Path) -> dict | None:
@@ -68,7 +68,7 @@ def loaded_record(path: Path) -> dict | None:
         status = path.stat()
     except FileNotFoundError:
         return None
-    identity = (status.st_ino, status.st_size, status.st_mtime_ns)
+    identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
     kept = _LOADED.get(path)
     if kept is None or kept[0] != identity:
         data = cell_records.load(path)

@@ -80,13 +80,18 @@ class wbr(nodes.Inline, nodes.Element):
     """A line-break opportunity: ``<wbr>`` in HTML, nothing in text."""
 
 
-class name_break(nodes.Inline, nodes.Element):
-    """Where a long name may break on the narrowest phones only (:data:`LONG_NAME`): an empty
-    ``span.book-name-break``, which book.css fills with a zero-width space there."""
+class long_name(nodes.Inline, nodes.TextElement):
+    """A piece of inline code holding a long name (:data:`LONG_NAME`), kept whole in the
+    document (the search index reads its words whole); written as its pieces, each a
+    ``span.pre``, with an empty ``span.book-name-break`` where it may break, which book.css
+    fills with a zero-width space on the narrowest phones only."""
 
 
-def visit_name_break(self, node: name_break) -> None:
-    self.body.append('<span class="book-name-break"></span>')
+def visit_long_name(self, node: long_name) -> None:
+    for number, piece in enumerate(name_pieces(node.astext())):
+        if number:
+            self.body.append('<span class="book-name-break"></span>')
+        self.visit_Text(nodes.Text(piece))  # as inline code's text is written: a span.pre
     raise nodes.SkipNode
 
 
@@ -273,8 +278,7 @@ def break_inline_code(root: nodes.Element) -> None:
                 replacement = []
                 for part in parts:
                     replacement += [wbr()] if replacement else []
-                    for number, name in enumerate(name_pieces(part)):
-                        replacement += [name_break(), nodes.Text(name)] if number else [nodes.Text(name)]
+                    replacement.append(long_name("", part) if len(name_pieces(part)) > 1 else nodes.Text(part))
                 text.parent.replace(text, replacement)
 
 
@@ -431,7 +435,7 @@ def label_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 
 def setup(app: Sphinx) -> None:
     app.add_node(wbr, html=(visit_wbr, None))
-    app.add_node(name_break, html=(visit_name_break, None))
+    app.add_node(long_name, html=(visit_long_name, None))
     app.add_node(cell_label, html=(visit_cell_label, depart_cell_label))
     app.connect("doctree-resolved", label_tables, priority=900)
     # Printed text's break opportunities go into what Sphinx wrote for the block (ReadableLayout

@@ -51,6 +51,7 @@ def _install() -> None:
     # the entries of the kernel's threads whole.
     log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     noted = set()
+    swept = set()  # the module files imported() has looked at: each once
 
     def write(path: str) -> None:
         if path not in noted:
@@ -61,8 +62,6 @@ def _install() -> None:
         if isinstance(path, int):  # a file descriptor: its path was noted when it was opened
             return
         path = os.path.abspath(os.fsdecode(path))
-        if path in noted:
-            return
         if not os.path.join(path, "").startswith(known):
             write(path)
         elif path.startswith(own):  # the page's own folder: a link there may lead elsewhere
@@ -83,7 +82,8 @@ def _install() -> None:
         """After each cell: the files of the modules imported from outside the known folders."""
         for module in list(sys.modules.values()):
             path = getattr(module, "__file__", None)
-            if isinstance(path, str) and path not in noted:
+            if isinstance(path, str) and path not in swept:
+                swept.add(path)
                 note(path)
 
     sys.addaudithook(hook)

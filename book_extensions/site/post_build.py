@@ -68,7 +68,6 @@ def forget_written_pages(app: Sphinx) -> None:
 def note_written_page(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """``html-page-context``: a page is being written (by Sphinx's main process or a writer)."""
     if doctree is not None:  # a page of the book, not the search page or the index
-        Path(app.doctreedir).mkdir(parents=True, exist_ok=True)
         with open(Path(app.doctreedir) / WRITTEN_PAGES, "ab") as log:  # one write a page: O_APPEND keeps it whole
             log.write(pagename.encode() + b"\0")
 

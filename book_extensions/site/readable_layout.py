@@ -274,11 +274,12 @@ def break_inline_code(root: nodes.Element) -> None:
             literal.parent.insert(before + 1, wbr())
         for text in list(literal.findall(nodes.Text)):
             parts = pieces(str(text))
-            if len(parts) > 1 or len(name_pieces(parts[0])) > 1:
+            named = [len(name_pieces(part)) > 1 for part in parts]
+            if len(parts) > 1 or named[0]:
                 replacement = []
-                for part in parts:
+                for part, is_long in zip(parts, named):
                     replacement += [wbr()] if replacement else []
-                    replacement.append(long_name("", part) if len(name_pieces(part)) > 1 else nodes.Text(part))
+                    replacement.append(long_name("", part) if is_long else nodes.Text(part))
                 text.parent.replace(text, replacement)
 
 

@@ -114,10 +114,10 @@ def run_build(docs: Path, work: Path, builder: str = "html", *options: str,
               sphinx: tuple[str, ...] = (), cache: Path | None = None, tz: str | None = None) -> Build:
     """:func:`build_book` whatever test is running (the real book's background build)."""
     out, cache = work / "_build", cache or work / "cache"
-    # The driver's default `-j auto` even under pytest-xdist's `-n auto`: parallel readers are
-    # how `nox -s docs` runs the gates, and they cost no more CPU than one reader (a fixture
-    # book's build took as much CPU time either way here), only more processes, which use a
-    # core the other worker leaves idle while it waits (for a browser, a kernel's start).
+    # The driver's default -j even under pytest-xdist's `-n auto`, as `nox -s docs` runs: one
+    # process for a book of three pages or fewer a language (commands/build.py, SERIAL_READ:
+    # most fixtures), parallel readers for a larger one (the real book, duplicate_names,
+    # execution_faults), so the gates are tried both ways.
     command = [sys.executable, "-m", "book_extensions", "build", builder, "-q",
                "--docs", str(docs), "--out", str(out), "--cache-root", str(cache), *options]
     if sphinx:

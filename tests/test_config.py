@@ -292,6 +292,22 @@ def test_only_sphinx_build_options_that_change_what_it_says_pass(args, problem):
 
 
 @pytest.mark.unit
+def test_sphinx_reads_a_few_pages_in_one_process_and_more_in_parallel():
+    # Forking readers for a page or two cost a fixture book's build 6 % more CPU than one
+    # process (five alternating builds of tests/fixtures/good): the suite is CPU-bound.
+    from book_extensions.commands.build import SERIAL_READ, jobs_for, parse_args
+
+    few = {f"p{n}.md": "old" for n in range(SERIAL_READ)}
+    more = {**few, "extra.md": "old"}
+    edited = {**more, "p0.md": "new"}
+    assert jobs_for(parse_args([]), True, {}, few) == "1"
+    assert jobs_for(parse_args([]), True, few, more) == "auto"  # -E reads every page
+    assert jobs_for(parse_args([]), False, more, edited) == "1"  # one page changed
+    assert jobs_for(parse_args([]), False, {}, more) == "auto"
+    assert jobs_for(parse_args(["-j", "2"]), True, {}, few) == "2"
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("args", [[], ["-n"], ["-vv"], ["-T", "--keep-going"], ["-N"], ["--color"], ["-E", "-a"],
                                   ["-q", "-W"], ["--exception-on-warning"], ["-nD", "nb_execution_timeout=60"]])
 def test_sphinx_build_options_that_change_what_it_says_pass(args):

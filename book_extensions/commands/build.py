@@ -147,17 +147,19 @@ def doctrees_dir(out: Path, device: str, builder: str, code: str) -> Path:
     return out / device / ("doctrees-doctest" if builder == "doctest" else "doctrees") / code
 
 
-# A rebuild after an edit of this many source files or fewer runs Sphinx in one process:
-# forking readers and writers for a page or two costs more than it saves (about 0.4 s a language).
-SERIAL_REBUILD = 3
+# A build that reads this many source files or fewer (a rebuild after a small edit, a small
+# book) runs Sphinx in one process: forking readers and writers for a page or two costs more
+# than it saves (about 0.4 s a language; each fork parses the release records again).
+SERIAL_READ = 3
 
 
 def jobs_for(args, fresh: bool, noted: dict[str, str], sources: dict[str, str]) -> str:
-    """Sphinx's -j: the one asked for, else one process for a small rebuild, else one a core."""
+    """Sphinx's -j: the one asked for, else one process for a small read, else one a core."""
     if args.jobs is not None:
         return args.jobs
-    changed = {name for name in noted.keys() | sources.keys() if noted.get(name) != sources.get(name)}
-    return "1" if not fresh and len(changed) <= SERIAL_REBUILD else "auto"
+    to_read = sources.keys() if fresh else \
+        {name for name in noted.keys() | sources.keys() if noted.get(name) != sources.get(name)}
+    return "1" if len(to_read) <= SERIAL_READ else "auto"
 
 
 def sphinx_command(args, language: Language, docs: Path, out: Path, fresh: bool = False,
@@ -201,7 +203,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="build only this language (repeatable); default: all")
     add_folder_options(parser, "--docs", "--out", "--cache-root", "--confdir")
     parser.add_argument("-j", "--jobs", type=jobs_value, help="Sphinx's processes: a number, or auto (default: one a core, one for a "
-                        f"rebuild after an edit of {SERIAL_REBUILD} files or fewer)")
+                        f"build that reads {SERIAL_READ} files or fewer)")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
     parser.add_argument("--record", action="store_true",
                         help="html only: once the site is published, record every code cell's outputs in "

@@ -128,6 +128,18 @@ def test_a_bold_label_and_quoted_code_alone_is_a_line_of_quoted_messages():
 
 
 @pytest.mark.unit
+def test_a_long_name_breaks_only_between_pieces_of_five_characters_or_more():
+    # helper-110: "set_ | model_state_dict", "torch.is_ | inference_mode_enabled()", "…limit_ | hit".
+    from book_extensions.site.readable_layout import name_pieces
+
+    assert name_pieces("set_model_state_dict") == ["set_model_", "state_dict"]
+    assert name_pieces("fail_on_recompile_limit_hit") == ["fail_on_", "recompile_", "limit_hit"]
+    assert name_pieces("torch.is_inference_mode_enabled()") == ["torch.is_inference_", "mode_", "enabled()"]
+    assert name_pieces("_checkpoint_wrapped_module") == ["_checkpoint_", "wrapped_", "module"]
+    assert name_pieces("requires_grad_") == ["requires_grad_"]  # short: whole
+
+
+@pytest.mark.unit
 def test_a_chinese_header_breaks_between_its_words_only():
     # helper-99: the zh cheat sheet's narrow columns broke 共享版本计/数器 and 原计算/图的反向/传播.
     from types import SimpleNamespace

@@ -52,10 +52,13 @@ BREAK = re.compile(r"(?<=[\w)\]])(?=\.[A-Za-z_])|(?<=\()(?=[^)])|(?<=::)(?=\w)|(
 OUTPUT_BREAK = re.compile(BREAK.pattern + r"|(?<=[,=])(?=[^\s,=)\]}])|(?<=[\[{])(?=[^\]}\s])")
 LONG = 16
 # A name this long (letters, digits and "_" only) can be wider than a column of a 320 px
-# phone (some 34 characters of inline code across the page, 25 beside an exercise's letter):
-# there it may break after an underscore that follows a letter or digit (NAME_BREAK, book.css).
+# phone (some 34 characters of inline code across the page, 18 in a table's card): there it
+# may break after an underscore that follows a letter or digit (NAME_BREAK, book.css), with
+# more than NAME_PIECE characters before it and NAME_PIECE or more after it
+# ("fail_on_ | recompile_limit_hit", never "set_ | model_state_dict" or "…limit_ | hit").
 LONG_NAME = re.compile(r"\w{20,}")
 NAME_BREAK = re.compile(r"(?<=[^\W_]_)(?=[^\W_])")
+NAME_PIECE = 5
 
 # "RuntimeError: ...", "UserWarning: ..." anywhere in a printed output.
 MESSAGE = re.compile(r"\b[A-Z]\w*(?:Error|Warning|Exception)\b")
@@ -98,7 +101,8 @@ def visit_long_name(self, node: long_name) -> None:
 def name_pieces(text: str) -> list[str]:
     """``text`` cut after the underscores of its long names (one piece when it has none)."""
     bounds = [0, *(name.start() + cut.start() for name in LONG_NAME.finditer(text)
-                   for cut in NAME_BREAK.finditer(name.group())), len(text)]
+                   for cut in NAME_BREAK.finditer(name.group())
+                   if NAME_PIECE < cut.start() <= len(name.group()) - NAME_PIECE), len(text)]
     return [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 

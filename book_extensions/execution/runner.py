@@ -159,6 +159,14 @@ def escape_control_characters(output) -> str | None:
     return first
 
 
+class PageStopped(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the page (:meth:`CheckedClient.stop`); ``signum`` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 class CheckedClient(NotebookClient):
     r"""nbclient's client, judging each output as it arrives rather than after the page.
 
@@ -612,7 +620,7 @@ class PageRunner:
             # ended, it did not fail; the build stops.
             # A signal that reached this process but not the build driver came from a cell:
             # the note of the running cell stays for the driver to name (running_cells).
-            raise KeyboardInterrupt
+            raise PageStopped(client.stopped_by)
         if self.doctrees is not None:
             running_cells.done(self.doctrees)
         result.seconds = time.perf_counter() - started
@@ -966,7 +974,12 @@ class PageClient(NotebookClientBase):
             return
         if self.path is None:
             raise ValueError("a page must be a file to be executed through the cache")
-        result = self.runner.execute(self.notebook, self.nb_config.execution_timeout, page=str(self.path))
+        try:
+            result = self.runner.execute(self.notebook, self.nb_config.execution_timeout, page=str(self.path))
+        except PageStopped as stopped:
+            # Sphinx says "Interrupted!" of a KeyboardInterrupt it reads pages in (-j 1); the
+            # build driver, which passed the signal on, says in one line that the build stopped.
+            raise SystemExit(128 + stopped.signum) from None
         # The failing cell as the page's warning names it: its number among the code cells, its line.
         failed = result.cell is not None and result.cell < len(self.notebook.cells)
         if result.error is None:

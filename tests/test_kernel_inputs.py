@@ -279,6 +279,9 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
     outside = tmp_path / "outside"
     (outside / "listed").mkdir(parents=True)
     (outside / "data.txt").write_text("one\n")
+    # Read through /proc/self/root (attack 12, case 2), spelt so that no page shows "/root",
+    # the home folder here.
+    (outside / "proc.txt").write_text("one\n")
     (outside / "outside_module.py").write_text("VALUE = 1\n")
     # Imported from its .pyc (helper-109's review): the import opens no source a hook sees.
     (outside / "compiled_module.py").write_text("VALUE = 1\n")
@@ -293,6 +296,7 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
         "# Reads\n\n```{code-cell} ipython3\nimport os, sys\n\n"
         f"folder = bytes.fromhex({str(outside).encode().hex()!r}).decode()\n"
         "print('data', open(os.path.join(folder, 'data.txt')).read().strip())\n"
+        "print('proc', open('/proc/self/ro' + 'ot' + os.path.join(folder, 'proc.txt')).read().strip())\n"
         "sys.path.insert(0, folder)\nimport outside_module, compiled_module\n\n"
         "print('module', outside_module.VALUE, compiled_module.VALUE)\n"
         "os.chdir(os.path.join(folder, 'listed'))\nprint('listed', sorted(os.listdir()))\n"
@@ -305,18 +309,20 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
         return made, " ".join(" ".join(outputs(made)).split())
 
     first, shown = build()
-    assert "data one module 1 1 listed ['a'] later: none" in shown
+    assert "data one proc one module 1 1 listed ['a'] later: none" in shown
     records = [r for folder in (tmp_path / "cache").glob("cpu-*")
                for r in get_cache(str(folder)).list_cache_records()]
     assert len(records) == 1
     assert set(records[0].data[runner.READS]) >= {
-        str(outside / name) for name in ("data.txt", "outside_module.py", "compiled_module.py", "listed", "later.txt")}
+        str(outside / name)
+        for name in ("data.txt", "proc.txt", "outside_module.py", "compiled_module.py", "listed", "later.txt")}
     assert not any(str(tmp_path / "work") in path for path in records[0].data[runner.READS])
     again, _ = build()
     assert "[en] html unchanged in " in again.output  # nothing read changed: nothing is read again
     for change in ("files", "listing", "later"):  # a file's content, a folder's names, a file that came
         if change == "files":
             (outside / "data.txt").write_text("two\n")
+            (outside / "proc.txt").write_text("two\n")
             (outside / "outside_module.py").write_text("VALUE = 2\n")
             (outside / "compiled_module.py").write_text("VALUE = 3\n")
         elif change == "listing":
@@ -326,9 +332,9 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
         changed, shown = build()
         assert "unchanged" not in changed.output, change
         why = re.search(r"\(read again: (.*) changed\)", changed.output)
-        named = {"files": ("data.txt", "outside_module.py", "compiled_module.py"), "listing": ("listed",),
+        named = {"files": ("data.txt", "proc.txt", "outside_module.py", "compiled_module.py"), "listing": ("listed",),
                  "later": ("later.txt",)}[change]
         assert why and {str(outside / name) for name in named} <= set(why[1].split(", ")), changed.output
-        assert shown == {"files": "data two module 2 3 listed ['a'] later: none",
-                         "listing": "data two module 2 3 listed ['a', 'b'] later: none",
-                         "later": "data two module 2 3 listed ['a', 'b'] later here"}[change], (change, shown)
+        assert shown == {"files": "data two proc two module 2 3 listed ['a'] later: none",
+                         "listing": "data two proc two module 2 3 listed ['a', 'b'] later: none",
+                         "later": "data two proc two module 2 3 listed ['a', 'b'] later here"}[change], (change, shown)

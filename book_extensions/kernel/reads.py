@@ -9,8 +9,9 @@ build said "unchanged" (attack 11, cases 5 and 7). This audit hook
 (:func:`sys.addaudithook`) notes each path the kernel opens, or whose folder it lists,
 outside the folders whose contents are keyed or neutralised: the kernel's Python
 (its prefixes: the toolchain), its ``PYTHONPATH`` (the staged kernel package, keyed entries),
-the page's own folders (scratch, home, the build's temporary files; a link there to a file
-elsewhere is noted by its target) and the system's (``/usr``, ``/etc``, ``/proc``...). After
+the page's own folders (scratch, home, the build's temporary files) and the system's
+(``/usr``, ``/etc``, ``/proc``...), each path taken where it leads (its links and ``..``
+followed: a link in one of those folders to a file elsewhere is noted by its target). After
 each cell, every module imported from outside those folders is noted by its file too: an
 import served from a ``.pyc``, or a compiled extension, opens no source a hook sees.
 The paths go into the page's log, separated by NUL; the executor digests each when the page
@@ -61,13 +62,12 @@ def _install() -> None:
     def note(path) -> None:
         if isinstance(path, int):  # a file descriptor: its path was noted when it was opened
             return
-        path = os.path.abspath(os.fsdecode(path))
-        if not os.path.join(path, "").startswith(known):
-            write(path)
-        elif path.startswith(own):  # the page's own folder: a link there may lead elsewhere
-            target = os.path.realpath(path)
-            if not os.path.join(target, "").startswith(known):
-                write(target)
+        # Where the path leads, links and ".." followed in order: "/proc/self/root/<file>", or
+        # "link/../<file>" in the page's own folder, named a file outside by a path inside
+        # (attack 12, cases 2, 12, 31).
+        target = os.path.realpath(os.fsdecode(path))
+        if not os.path.join(target, "").startswith(known):
+            write(target)
 
     def hook(event: str, args: tuple) -> None:
         position = _READ_EVENTS.get(event)

@@ -34,6 +34,8 @@ class RunState:
     # what each page read again showed other pages, before reading (execution/changed_pages)
     shown_before: dict[str, str | None] = field(default_factory=dict)
     pages_came_or_went: bool = False  # a page was added or removed (execution/changed_pages)
+    # the pages not read that this build writes again, as the book asked Sphinx (execution/changed_pages)
+    written_again: list[str] = field(default_factory=list)
     reading_turn_ended: bool = False  # this language's reading turn was handed on (execution/page_execution)
     search_counts: dict | None = None  # each page's word counts for the search (site/search)
 

@@ -257,10 +257,14 @@ def test_every_page_offers_its_executed_notebook_in_its_language(good):
         assert "0x…" in json.dumps(notebook, ensure_ascii=False)  # addresses blanked as on the page
 
 
-def test_every_page_the_build_read_was_written(good):
+def test_every_page_the_build_read_was_written(good, monkeypatch):
     """Sphinx drops the error of a parallel writer that fails while it starts the next one, and
     the build ends well with pages missing (site/post_build.py): each build checks that every
     page it read was written, from the pages' own note of being written."""
+    from types import SimpleNamespace
+
+    from book_extensions import build_state
+    from book_extensions.site import post_build
     from book_extensions.site.post_build import WRITTEN_PAGES, unwritten_pages
 
     for language in ("en", "zh"):
@@ -269,3 +273,16 @@ def test_every_page_the_build_read_was_written(good):
         assert read and unwritten_pages(read, doctrees / WRITTEN_PAGES) == []
         assert unwritten_pages([*read, "dropped"], doctrees / WRITTEN_PAGES) == ["dropped"]
         assert unwritten_pages(read, doctrees / "missing.log") == sorted(read)
+    # And the pages not read that the build asked Sphinx to write again (every page, after a
+    # title changed): a writer killed then left the others with the old title (attack 12, case 39).
+    doctrees = good.out / "cpu" / "doctrees" / "en"
+    read = json.loads((doctrees / EXECUTIONS_FILE).read_text())["read"]
+    warned = []
+    monkeypatch.setattr(post_build.logger, "warning", lambda message, **kind: warned.append(message))
+    app = SimpleNamespace(env=SimpleNamespace(**{build_state.SITE_ATTRIBUTE: build_state.SiteState(read_now=read)}),
+                          doctreedir=str(doctrees), outdir=str(good.out / "cpu" / "html-work" / "en"))
+    setattr(app, build_state.RUN_ATTRIBUTE, build_state.RunState(written_again=["index", "gone"]))
+    post_build.check_every_page_to_write_was_written(app)
+    assert warned == ["en: Sphinx did not write gone, which this build read or had to write again (a parallel "
+                      "writer failed, and Sphinx dropped its error): nothing is published; build again with "
+                      "`-j 1` to see it"]

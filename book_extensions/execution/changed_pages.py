@@ -130,8 +130,8 @@ def pages_showing_what_changed(app: Sphinx, env: BuildEnvironment) -> list[str]:
     next to executing."""
     state = build_state.run(app)
     if state.pages_came_or_went or any(shown_elsewhere(env, d) != shown for d, shown in state.shown_before.items()):
-        return sorted(env.found_docs)
-    return []
+        state.written_again = sorted(env.found_docs)
+    return state.written_again
 
 
 def note_dependencies(app: Sphinx, doctree) -> None:

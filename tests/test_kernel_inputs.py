@@ -29,7 +29,8 @@ def test_the_kernel_environment_is_fixed_whatever_the_builds(tmp_path):
     noisy = kernel_inputs.kernel_environment("cpu", tmp_path / "home", package, environ={
         "TZ": "Asia/Shanghai", "OMP_NUM_THREADS": "2", "LANG": "zh_CN.UTF-8", "HOME": "/root",
         "MPLCONFIGDIR": "/root/.config/matplotlib", "IPYTHONDIR": "/root/.ipython", "PYTHONSTARTUP": "/root/s.py",
-        "MATPLOTLIBRC": "/root/rc", "TORCH_LOGS": "+dynamo", "PYTHONPATH": f"{ROOT}{__import__('os').pathsep}{ROOT / 'tests'}",
+        "MATPLOTLIBRC": "/root/rc", "TORCH_LOGS": "+dynamo",
+        "PYTHONPATH": __import__("os").pathsep.join(map(str, (ROOT, ROOT / "tests", ROOT.parent, "/"))),
         "PYTHONHASHSEED": "7"})
     assert noisy == quiet
     assert quiet["TZ"] == "UTC" and quiet["OMP_NUM_THREADS"] == "1" and quiet["PYTHONPATH"] == str(package)
@@ -264,7 +265,7 @@ def test_editing_a_module_on_the_builds_pythonpath_changes_the_cache_name(tmp_pa
 
 
 @pytest.mark.fixture
-def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_changes(tmp_path):
+def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_changes(tmp_path, monkeypatch):
     """Attack 11, cases 5 and 7: a cell that printed a file of the machine, or imported a module
     from a folder it put on sys.path, kept its old output after the file changed ("unchanged",
     exit 0). Its kernel now notes what it reads (kernel/reads.py): the cached record keeps
@@ -288,6 +289,13 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
     py_compile.compile(str(outside / "compiled_module.py"), cfile=importlib.util.cache_from_source(
         str(outside / "compiled_module.py")), doraise=True)
     (outside / "listed" / "a").write_text("")
+    # A module in a folder on the build's PYTHONPATH, which reads a data file beside it: the key
+    # holds the module, not the data (attack 12, case 3).
+    (tmp_path / "pp").mkdir()
+    (tmp_path / "pp" / "ppmod.py").write_text(
+        "from pathlib import Path\n\ndef table():\n    return (Path(__file__).parent / 'table.txt').read_text().strip()\n")
+    (tmp_path / "pp" / "table.txt").write_text("one\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "pp"))
     docs = tmp_path / "docs"
     (docs / "en").mkdir(parents=True)
     # The path in hexadecimal: a page showing the build machine's temp folder fails the build.
@@ -297,6 +305,7 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
         f"folder = bytes.fromhex({str(outside).encode().hex()!r}).decode()\n"
         "print('data', open(os.path.join(folder, 'data.txt')).read().strip())\n"
         "print('proc', open('/proc/self/ro' + 'ot' + os.path.join(folder, 'proc.txt')).read().strip())\n"
+        "import ppmod\nprint('table', ppmod.table())\n"
         "sys.path.insert(0, folder)\nimport outside_module, compiled_module\n\n"
         "print('module', outside_module.VALUE, compiled_module.VALUE)\n"
         "os.chdir(os.path.join(folder, 'listed'))\nprint('listed', sorted(os.listdir()))\n"
@@ -309,13 +318,15 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
         return made, " ".join(" ".join(outputs(made)).split())
 
     first, shown = build()
-    assert "data one proc one module 1 1 listed ['a'] later: none" in shown
+    assert "data one proc one table one module 1 1 listed ['a'] later: none" in shown
     records = [r for folder in (tmp_path / "cache").glob("cpu-*")
                for r in get_cache(str(folder)).list_cache_records()]
     assert len(records) == 1
     assert set(records[0].data[runner.READS]) >= {
         str(outside / name)
-        for name in ("data.txt", "proc.txt", "outside_module.py", "compiled_module.py", "listed", "later.txt")}
+        for name in ("data.txt", "proc.txt", "outside_module.py", "compiled_module.py", "listed", "later.txt")} | {
+        str(tmp_path / "pp" / "table.txt")}
+    assert str(tmp_path / "pp" / "ppmod.py") not in records[0].data[runner.READS]  # keyed
     assert not any(str(tmp_path / "work") in path for path in records[0].data[runner.READS])
     again, _ = build()
     assert "[en] html unchanged in " in again.output  # nothing read changed: nothing is read again
@@ -323,6 +334,7 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
         if change == "files":
             (outside / "data.txt").write_text("two\n")
             (outside / "proc.txt").write_text("two\n")
+            (tmp_path / "pp" / "table.txt").write_text("two\n")
             (outside / "outside_module.py").write_text("VALUE = 2\n")
             (outside / "compiled_module.py").write_text("VALUE = 3\n")
         elif change == "listing":
@@ -334,7 +346,8 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
         why = re.search(r"\(read again: (.*) changed\)", changed.output)
         named = {"files": ("data.txt", "proc.txt", "outside_module.py", "compiled_module.py"), "listing": ("listed",),
                  "later": ("later.txt",)}[change]
-        assert why and {str(outside / name) for name in named} <= set(why[1].split(", ")), changed.output
-        assert shown == {"files": "data two proc two module 2 3 listed ['a'] later: none",
-                         "listing": "data two proc two module 2 3 listed ['a', 'b'] later: none",
-                         "later": "data two proc two module 2 3 listed ['a', 'b'] later here"}[change], (change, shown)
+        named = {str(outside / name) for name in named} | ({str(tmp_path / "pp" / "table.txt")} if change == "files" else set())
+        assert why and named <= set(why[1].split(", ")), changed.output
+        assert shown == {"files": "data two proc two table two module 2 3 listed ['a'] later: none",
+                         "listing": "data two proc two table two module 2 3 listed ['a', 'b'] later: none",
+                         "later": "data two proc two table two module 2 3 listed ['a', 'b'] later here"}[change], (change, shown)

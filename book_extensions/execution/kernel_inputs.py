@@ -138,13 +138,17 @@ BUILD_FOLDERS = ("_build", "wheelhouse", ".toolchain")
 
 
 def repository_paths(environ) -> list[str]:
-    """The build's PYTHONPATH entries a kernel gets: none that lets it import the repository."""
+    """The build's PYTHONPATH entries a kernel gets: none that lets it import the repository,
+    nor a folder that holds it (the repository would be a namespace package there; and "/"
+    had the key walk the whole file system, attack 12, case 32)."""
     root = PACKAGE.parent.resolve()
     kept = []
     for entry in environ.get("PYTHONPATH", "").split(os.pathsep):
         if not entry:
             continue
         path = Path(entry).resolve()
+        if root.is_relative_to(path):
+            continue
         # Inside the repository, only the folders the build writes (the GPU job's wheels
         # folder under _build/) hold nothing of the repository's own.
         if path.is_relative_to(root) and (path == root or path.relative_to(root).parts[0] not in BUILD_FOLDERS):

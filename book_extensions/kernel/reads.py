@@ -31,6 +31,9 @@ import sys
 # The system's folders: their files are the machine's, read by every program (fonts, time
 # zones, /proc); a change there is a change of machine, which the key does not promise to see.
 _SYSTEM = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev", "/run")
+# What the key holds of a plain folder on PYTHONPATH (execution/kernel_inputs.py's
+# path_entry_digest): its modules and .pth files, not the data files beside them.
+_IMPORTED = (".py", ".pyc", ".pth", ".so")
 # Audit events that name a file or folder a cell reads from, by the position of its path.
 _READ_EVENTS = {"open": 0, "os.listdir": 0, "os.scandir": 0, "ctypes.dlopen": 0, "sqlite3.connect": 0}
 
@@ -40,14 +43,26 @@ def _roots(paths) -> tuple:
     return tuple({os.path.join(form(r), "") for r in paths for form in (os.path.abspath, os.path.realpath)})
 
 
+def _installed(folder: str) -> bool:
+    """Whether ``folder`` holds installed packages (their metadata: ``*.dist-info``)."""
+    try:
+        return any(name.endswith(".dist-info") for name in os.listdir(folder))
+    except OSError:
+        return False
+
+
 def _install() -> None:
     log_path = os.environ.get("BOOK_READS_LOG")
     if not log_path:
         return
     own = _roots(r for r in os.environ.get("BOOK_KNOWN_ROOTS", "").split(os.pathsep) if r)
-    python_path = [r for r in os.environ.get("PYTHONPATH", "").split(os.pathsep) if r]
+    entries = [r for r in os.environ.get("PYTHONPATH", "").split(os.pathsep) if r]
+    # An entry that is a file (a zip), or a folder of installed packages (the GPU job's wheels),
+    # is keyed whole; of a plain folder only its modules are (attack 12, cases 3 and 32).
+    whole = [r for r in entries if os.path.isfile(r) or _installed(r)]
+    modules_only = _roots(r for r in entries if r not in whole)
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    known = _roots((*_SYSTEM, *prefixes, *python_path)) + own
+    known = _roots((*_SYSTEM, *prefixes, *whole)) + own
     # Opened before the hook exists, so the hook's own writes are not audited; O_APPEND keeps
     # the entries of the kernel's threads whole.
     log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -59,14 +74,18 @@ def _install() -> None:
             noted.add(path)
             os.write(log, path.encode(errors="surrogateescape") + b"\0")
 
-    def note(path) -> None:
+    def note(path, listed: bool = False) -> None:
         if isinstance(path, int):  # a file descriptor: its path was noted when it was opened
             return
         # Where the path leads, links and ".." followed in order: "/proc/self/root/<file>", or
         # "link/../<file>" in the page's own folder, named a file outside by a path inside
         # (attack 12, cases 2, 12, 31).
         target = os.path.realpath(os.fsdecode(path))
-        if not os.path.join(target, "").startswith(known):
+        if os.path.join(target, "").startswith(known):
+            return
+        # In a plain folder on PYTHONPATH, a module (and a folder the import system lists) is
+        # keyed, a data file is not: it is noted.
+        if not (target.startswith(modules_only) and (listed or target.endswith(_IMPORTED))):
             write(target)
 
     def hook(event: str, args: tuple) -> None:
@@ -76,7 +95,7 @@ def _install() -> None:
             if event in ("os.listdir", "os.scandir") and path is None:
                 path = "."  # the working folder, which a cell may have changed
             if isinstance(path, str | bytes | os.PathLike):
-                note(path)
+                note(path, listed=event in ("os.listdir", "os.scandir"))
 
     def imported(*_) -> None:
         """After each cell: the files of the modules imported from outside the known folders."""

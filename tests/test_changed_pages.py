@@ -64,6 +64,23 @@ def test_a_page_read_before_the_digests_were_noted_is_read_again(tmp_path):
     assert changed_pages.changed(env, "page")
 
 
+def test_a_page_showing_a_value_glued_from_another_is_read_again_when_that_page_changed(tmp_path):
+    # Attack 12, case 30: the gluing page executed again (a file its cell read changed), and
+    # the page showing its value kept the old one, "unchanged" ever after.
+    data = tmp_path / "data.txt"
+    data.write_text("111\n", encoding="utf8")
+    env = environment(tmp_path)
+    for name in ("gluing", "shown"):
+        (tmp_path / f"{name}.md").write_text(f"# {name}\n", encoding="utf8")
+        page_state.of(env, name).source = changed_pages.text_digest(f"# {name}\n")
+    page_state.of(env, "gluing").dependencies = {str(data): changed_pages.content_digest(data)}  # its reads
+    page_state.of(env, "shown").glued_from = ["gluing"]
+    page_state.of(env, "gluing").glued_from = ["shown"]  # pages that glue from each other end
+    assert not changed_pages.changed(env, "shown")
+    data.write_text("222\n", encoding="utf8")
+    assert changed_pages.changed(env, "gluing") and changed_pages.changed(env, "shown")
+
+
 @pytest.mark.unit
 def test_a_computed_page_is_written_again_only_when_what_it_fills_in_changed(monkeypatch):
     env = SimpleNamespace()

@@ -143,9 +143,12 @@ def note_dependencies(app: Sphinx, doctree) -> None:
     from myst_nb.ext.glue.utils import PendingGlueReference
 
     env = app.env
+    glued_from = set()
     for node in doctree.findall(PendingGlueReference) if doctree is not None else ():
         if node.refdoc != env.docname:
             env.note_dependency(str(env.doc2path(node.refdoc)))
+            glued_from.add(node.refdoc)
+    page_state.of(env).glued_from = sorted(glued_from)
     known = build_state.run(app).source_snapshot
     dependencies = {
         str(p): known[str(p)] if str(p) in known else content_digest(p)
@@ -160,13 +163,19 @@ def note_dependencies(app: Sphinx, doctree) -> None:
     page_state.of(env).dependencies = dict(sorted(dependencies.items()))
 
 
-def changed(env: BuildEnvironment, docname: str) -> bool:
+def changed(env: BuildEnvironment, docname: str, asked: frozenset[str] = frozenset()) -> bool:
+    """Whether the page's source or a dependency has other content now, or a page whose
+    outputs it shows ({glue}) changed so: that page executes again when a file its cells read
+    changed, and this one showed its old value, "unchanged" ever after (attack 12, case 30)."""
     state = page_state.every(env).get(docname)
     if state is None or state.source is None:
         return True  # read before this extension noted anything: read it again
     if page_text_digest(env, docname) != state.source:
         return True
-    return any(content_digest(Path(path)) != digest for path, digest in state.dependencies.items())
+    if any(content_digest(Path(path)) != digest for path, digest in state.dependencies.items()):
+        return True
+    asked = asked | {docname}  # pages that glue from each other are asked once
+    return any(changed(env, other, asked) for other in state.glued_from if other not in asked)
 
 
 def pages_with_other_content(app: Sphinx, env: BuildEnvironment, added, changed_now, removed) -> list[str]:

@@ -51,6 +51,7 @@ class PageState:
     # of each file it depends on as it was before that build read it.
     source: str | None = None
     dependencies: dict[str, str | None] = field(default_factory=dict)
+    glued_from: list[str] = field(default_factory=list)  # the pages whose outputs it shows ({glue}: changed_pages)
 
 
 def every(env: BuildEnvironment) -> dict[str, PageState]:

@@ -128,6 +128,26 @@ def test_a_bold_label_and_quoted_code_alone_is_a_line_of_quoted_messages():
 
 
 @pytest.mark.unit
+def test_a_doctree_of_another_page_fails_the_build(monkeypatch, tmp_path):
+    # Attack 12, case 19: two doctrees swapped in the build folder published one page's body
+    # under the other's title, exit 0.
+    from types import SimpleNamespace
+
+    from docutils.utils import new_document
+
+    from book_extensions.checks import page_sources
+
+    warned = []
+    monkeypatch.setattr(page_sources.logger, "warning", lambda message, **kind: warned.append((message, kind["location"])))
+    app = SimpleNamespace(env=SimpleNamespace(doc2path=lambda docname: tmp_path / "en" / f"{docname}.md"))
+    page_sources.refuse_another_pages_doctree(app, new_document(str(tmp_path / "en" / "index.md")), "index")
+    assert warned == []
+    page_sources.refuse_another_pages_doctree(app, new_document(str(tmp_path / "en" / "second.md")), "index")
+    assert warned == [(f"the build folder's doctree of this page is another page's ({tmp_path}/en/second.md): the "
+                       "build folder is damaged; build again (every page is read again)", "index")]
+
+
+@pytest.mark.unit
 def test_a_long_name_breaks_only_between_pieces_of_five_characters_or_more():
     # helper-110: "set_ | model_state_dict", "torch.is_ | inference_mode_enabled()", "…limit_ | hit".
     from book_extensions.site.readable_layout import name_pieces

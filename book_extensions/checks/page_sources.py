@@ -308,8 +308,21 @@ def refuse_untitled_page(app: Sphinx, doctree: nodes.document) -> None:
                        location=app.env.docname, type="book", subtype="no_title")
 
 
+def refuse_another_pages_doctree(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """``doctree-resolved``: the doctree Sphinx kept of a page is that page's. Two doctrees
+    swapped in a damaged or restored build folder published one page's body under the other's
+    title, with exit 0 (attack 12, case 19). A failed build leaves no note: the next one
+    reads every page again (commands/build.py)."""
+    source = doctree.get("source")
+    if source and os.path.normpath(source) != os.path.normpath(app.env.doc2path(docname)):
+        logger.warning(f"the build folder's doctree of this page is another page's ({source}): the "
+                       "build folder is damaged; build again (every page is read again)",
+                       location=docname, type="book", subtype="damaged_doctree")
+
+
 def setup(app: Sphinx) -> None:
     app.connect("config-inited", quiet_repeated_warning)
+    app.connect("doctree-resolved", refuse_another_pages_doctree, priority=100)
     app.connect("env-before-read-docs", refuse_undecodable_pages, priority=400)
     app.connect("env-before-read-docs", refuse_long_names, priority=400)
     app.connect("env-before-read-docs", refuse_sphinx_page_names, priority=400)

@@ -81,11 +81,12 @@ def _install() -> None:
         # "link/../<file>" in the page's own folder, named a file outside by a path inside
         # (attack 12, cases 2, 12, 31).
         target = os.path.realpath(os.fsdecode(path))
-        if os.path.join(target, "").startswith(known):
+        within = os.path.join(target, "")
+        if within.startswith(known):
             return
         # In a plain folder on PYTHONPATH, a module (and a folder the import system lists) is
         # keyed, a data file is not: it is noted.
-        if not (target.startswith(modules_only) and (listed or target.endswith(_IMPORTED))):
+        if not (within.startswith(modules_only) and (listed or target.endswith(_IMPORTED))):
             write(target)
 
     def hook(event: str, args: tuple) -> None:

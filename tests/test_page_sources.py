@@ -160,43 +160,6 @@ def test_a_long_name_breaks_only_between_pieces_of_five_characters_or_more():
 
 
 @pytest.mark.unit
-def test_a_long_name_at_the_edge_of_its_code_is_glued_to_the_punctuation_beside_it():
-    # helper-110: as an inline block, a name let a line start with the ")." after its code.
-    from docutils import nodes
-
-    from book_extensions.site.readable_layout import break_inline_code
-
-    def shown(node):
-        if isinstance(node, nodes.Text):
-            return str(node)
-        inner = "".join(shown(child) for child in node.children)
-        if "book-glued" in node.get("classes", ()):
-            return f"[{inner}]"
-        if isinstance(node, nodes.literal):
-            sides = [side for side in ("continued", "continues") if f"book-code-{side}" in node["classes"]]
-            return f"<{inner}>" + "".join(f"~{side}" for side in sides)
-        return "|" if node.tagname == "wbr" else inner
-
-    code = lambda text: nodes.literal(text, text, classes=["code"])  # noqa: E731
-    link = nodes.reference("", "", code("nn.Embedding.from_pretrained_long_name"), refuri="x.html")
-    paragraph = nodes.paragraph(
-        "", "", nodes.Text("Call ("), code("torch.autograd.graph.allow_mutation_on_saved_tensors()"),
-        nodes.Text(")."), nodes.Text(" or（"), code("create_selective_checkpoint_contexts"),
-        nodes.Text("）。 See "), link, nodes.Text("), then "), code("x.detach()"), nodes.Text(", "),
-        code("get_optimizer_state_dict.x"), nodes.Text(" and ("), code("fsdp_mixed_precision.py.x"),
-        nodes.Text(")"))
-    before = paragraph.astext()
-    break_inline_code(paragraph)
-    assert shown(paragraph) == (
-        "Call (<torch|.autograd|.graph>~continues|[<.allow_mutation_on_saved_tensors()>~continued)."
-        "] or[（<create_selective_checkpoint_contexts>）。] See [<nn|.Embedding|.from_pretrained_long_name>),] "
-        "then <x.detach()>, <get_optimizer_state_dict|.x> and [(<fsdp_mixed_precision>~continues]|"
-        "<.py|.x>~continued)")
-    assert paragraph.astext() == before  # what is searched and compared is the same
-    assert all(node["classes"][0] == "code" for node in paragraph.findall(nodes.literal))
-
-
-@pytest.mark.unit
 def test_a_chinese_header_breaks_between_its_words_only():
     # helper-99: the zh cheat sheet's narrow columns broke 共享版本计/数器 and 原计算/图的反向/传播.
     from types import SimpleNamespace

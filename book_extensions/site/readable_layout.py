@@ -9,9 +9,7 @@ compared), a few small marks:
   identifier being cut in the middle; so does Chinese punctuation before code (see
   CJK_CLOSING). A name too long for the narrowest phones' column on its own
   (``create_selective_checkpoint_contexts``) may break after one of its underscores there,
-  and only there (``span.book-name-break``, which book.css fills below 22.5rem), and only
-  where it is wider than the line (an inline block there, glued to the punctuation beside
-  its code: OPENING). Code in a
+  and only there (``span.book-name-break``, which book.css fills below 22.5rem). Code in a
   table gets none (Chromium breaks at a ``<wbr>`` even where CSS says ``nowrap``): there it
   breaks only between its words, on a phone. The
   exception is a table of quoted messages (the releases page's), whose code wraps like
@@ -62,16 +60,6 @@ LONG_NAME = re.compile(r"\w{20,}")
 NAME_BREAK = re.compile(r"(?<=[^\W_]_)(?=[^\W_])")
 NAME_PIECE = 5
 
-# Below 22.5rem each long name is an inline block (span.book-name): it moves to the next line
-# whole, and breaks after an underscore only where it is wider than the line; a zero-width
-# space alone would break it wherever a line happens to end. But a line may break on either
-# side of an inline block, so a name at the edge of its code with punctuation beside it
-# ("`f(allow_mutation_on_saved_tensors())`.", "（`fsdp_mixed_precision.py`）") is glued to that
-# punctuation instead (span.book-glued, the inline block then): the code is cut in two there
-# (code.book-code-continues, code.book-code-continued, drawn as one).
-OPENING = "([{“‘（「『【《"
-CLOSING = ")]}.,;:!?”’'…、，。；：！？）」』】》"
-
 # "RuntimeError: ...", "UserWarning: ..." anywhere in a printed output.
 MESSAGE = re.compile(r"\b[A-Z]\w*(?:Error|Warning|Exception)\b")
 
@@ -103,12 +91,10 @@ class long_name(nodes.Inline, nodes.TextElement):
 
 
 def visit_long_name(self, node: long_name) -> None:
-    self.body.append('<span class="book-name">')
     for number, piece in enumerate(name_pieces(node.astext())):
         if number:
             self.body.append('<span class="book-name-break"></span>')
         self.visit_Text(nodes.Text(piece))  # as inline code's text is written: a span.pre
-    self.body.append("</span>")
     raise nodes.SkipNode
 
 
@@ -277,63 +263,6 @@ def label_cells(table: nodes.table) -> None:
                 entry.insert(0, cell_label("", "", *content, classes=["no-search"]))
 
 
-def glue_to_punctuation(literal: nodes.literal) -> None:
-    """Glue a long name at either edge of ``literal`` to the punctuation beside the code (see
-    OPENING): the punctuation and the name's piece of the code go into a ``span.book-glued``,
-    the rest of the code stays a code element of its own. Only text moves: the words, and what
-    is searched, are the same."""
-    unit = literal  # or the link, or emphasis, that holds only it
-    while isinstance(unit.parent, nodes.Inline) and len(unit.parent) == 1:
-        unit = unit.parent
-    parent = unit.parent
-    at = parent.index(unit)
-    before = parent[at - 1] if at > 0 and isinstance(parent[at - 1], nodes.Text) else None
-    after = parent[at + 1] if at + 1 < len(parent) and isinstance(parent[at + 1], nodes.Text) else None
-    opening = len(before) - len(before.rstrip(OPENING)) if before is not None else 0
-    closing = len(after) - len(after.lstrip(CLOSING)) if after is not None else 0
-    groups: list[list[nodes.Node]] = [[]]  # the code's pieces between its <wbr>s
-    for child in literal.children:
-        if isinstance(child, wbr):
-            groups.append([])
-        else:
-            groups[-1].append(child)
-    named = [len(group) == 1 and isinstance(group[0], long_name) for group in groups]
-    glue_first, glue_last = bool(opening and named[0]), bool(closing and named[-1])
-    if not (glue_first or glue_last):
-        return
-
-    def glued(*children: nodes.Node) -> nodes.inline:
-        return nodes.inline("", "", *children, classes=["book-glued"])
-
-    def code(group: list[nodes.Node], *continues: str) -> nodes.literal:
-        piece = literal.copy()
-        piece["classes"] = [*literal["classes"], *continues]
-        piece.extend(group)
-        return piece
-
-    whole = unit is not literal or len(groups) == 1  # the code (or link) is glued whole
-    opening, closing = (opening, closing) if whole else (opening * glue_first, closing * glue_last)
-    opening_text = [nodes.Text(before[-opening:])] if opening else []
-    closing_text = [nodes.Text(after[:closing])] if closing else []
-    if whole:
-        middle: list[nodes.Node] = [glued(*opening_text, unit, *closing_text)]
-    else:
-        first, last = (1 if glue_first else 0), len(groups) - (1 if glue_last else 0)
-        middle = []
-        if glue_first:
-            middle += [glued(*opening_text, code(groups[0], "book-code-continues")), wbr()]
-        if first < last:
-            rest = [node for group in groups[first:last] for node in [wbr(), *group]][1:]
-            middle.append(code(rest, *(["book-code-continued"] if glue_first else []),
-                               *(["book-code-continues"] if glue_last else [])))
-        if glue_last:
-            middle += ([wbr()] if middle and not isinstance(middle[-1], wbr) else []) + \
-                [glued(code(groups[-1], "book-code-continued"), *closing_text)]
-    replacement = [*([nodes.Text(before[:-opening])] if opening and len(before) > opening else []), *middle,
-                   *([nodes.Text(after[closing:])] if closing and len(after) > closing else [])]
-    parent[at - (1 if opening else 0):at + (2 if closing else 1)] = replacement
-
-
 def break_inline_code(root: nodes.Element) -> None:
     """Let each piece of inline code under ``root`` break where it may (outside tables but
     those of quoted messages), and a line break before code that follows Chinese closing
@@ -356,7 +285,6 @@ def break_inline_code(root: nodes.Element) -> None:
                     replacement += [wbr()] if replacement else []
                     replacement.append(long_name("", part) if is_long else nodes.Text(part))
                 text.parent.replace(text, replacement)
-        glue_to_punctuation(literal)
 
 
 class ReadableLayout(SphinxPostTransform):

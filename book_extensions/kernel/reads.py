@@ -43,6 +43,13 @@ def _roots(paths) -> tuple:
     return tuple({os.path.join(form(r), "") for r in paths for form in (os.path.abspath, os.path.realpath)})
 
 
+def _writes_only(mode, flags) -> bool:
+    """Whether an ``open`` audit event's mode (open()'s) or flags (os.open's) only write."""
+    if isinstance(mode, str):
+        return "r" not in mode and "+" not in mode
+    return isinstance(flags, int) and flags & os.O_ACCMODE == os.O_WRONLY
+
+
 def _installed(folder: str) -> bool:
     """Whether ``folder`` holds installed packages (their metadata: ``*.dist-info``)."""
     try:
@@ -93,6 +100,8 @@ def _install() -> None:
         position = _READ_EVENTS.get(event)
         if position is not None and args:
             path = args[position]
+            if event == "open" and _writes_only(*args[1:3]):
+                return  # a file written, not read (the import system's .pyc.<id> while it writes one)
             if event in ("os.listdir", "os.scandir") and path is None:
                 path = "."  # the working folder, which a cell may have changed
             if isinstance(path, str | bytes | os.PathLike):

@@ -163,25 +163,36 @@ def note_dependencies(app: Sphinx, doctree) -> None:
     page_state.of(env).dependencies = dict(sorted(dependencies.items()))
 
 
-def changed(env: BuildEnvironment, docname: str, asked: frozenset[str] = frozenset()) -> bool:
+def changed(env: BuildEnvironment, docname: str, own: dict[str, bool] | None = None,
+            asked: frozenset[str] = frozenset()) -> bool:
     """Whether the page's source or a dependency has other content now, or a page whose
     outputs it shows ({glue}) changed so: that page executes again when a file its cells read
-    changed, and this one showed its old value, "unchanged" ever after (attack 12, case 30)."""
+    changed, and this one showed its old value, "unchanged" ever after (attack 12, case 30).
+    ``own``: each page's :func:`own_content_changed` as answered so far (digested once)."""
+    own = {} if own is None else own
+    if docname not in own:
+        own[docname] = own_content_changed(env, docname)
+    if own[docname]:
+        return True
+    asked = asked | {docname}  # pages that glue from each other are asked once
+    state = page_state.every(env)[docname]
+    return any(changed(env, other, own, asked) for other in state.glued_from if other not in asked)
+
+
+def own_content_changed(env: BuildEnvironment, docname: str) -> bool:
     state = page_state.every(env).get(docname)
     if state is None or state.source is None:
         return True  # read before this extension noted anything: read it again
     if page_text_digest(env, docname) != state.source:
         return True
-    if any(content_digest(Path(path)) != digest for path, digest in state.dependencies.items()):
-        return True
-    asked = asked | {docname}  # pages that glue from each other are asked once
-    return any(changed(env, other, asked) for other in state.glued_from if other not in asked)
+    return any(content_digest(Path(path)) != digest for path, digest in state.dependencies.items())
 
 
 def pages_with_other_content(app: Sphinx, env: BuildEnvironment, added, changed_now, removed) -> list[str]:
     """``env-get-outdated``: every page read before whose source or dependencies changed, whatever their times."""
     known = set(page_state.every(env)) & env.found_docs  # every page read before
-    return sorted(d for d in known - set(added) - set(changed_now) - set(removed) if changed(env, d))
+    own: dict[str, bool] = {}
+    return sorted(d for d in known - set(added) - set(changed_now) - set(removed) if changed(env, d, own))
 
 
 def outside_dependencies(env: BuildEnvironment, docs: Path, doctrees: Path) -> dict[str, str | None]:

@@ -151,7 +151,7 @@ def repository_paths(environ) -> list[str]:
             continue
         # Inside the repository, only the folders the build writes (the GPU job's wheels
         # folder under _build/) hold nothing of the repository's own.
-        if path.is_relative_to(root) and (path == root or path.relative_to(root).parts[0] not in BUILD_FOLDERS):
+        if path.is_relative_to(root) and path.relative_to(root).parts[0] not in BUILD_FOLDERS:
             continue
         kept.append(entry)
     return kept

@@ -264,6 +264,29 @@ def test_editing_a_module_on_the_builds_pythonpath_changes_the_cache_name(tmp_pa
     assert len(set(changed.values())) == len(changed)
 
 
+@pytest.mark.unit
+def test_a_read_file_dated_in_the_future_is_compared_by_content_and_one_written_while_the_page_ran_is_not(tmp_path):
+    """Attack 12, case 26: a file whose modification time is ahead of the clock (a tar from a
+    machine whose clock was ahead) counted as changed while the page ran, so the page executed
+    again at every build. What counts is the change time the file system stamps on a write."""
+    import time
+
+    from book_extensions.execution import runner
+    from book_extensions.paths import content_digest
+
+    dated = tmp_path / "dated.txt"
+    dated.write_text("one\n")
+    os.utime(dated, ns=(time.time_ns() + 10**18, time.time_ns() + 10**18))  # about 30 years ahead
+    started = time.time_ns()
+    written = tmp_path / "written.txt"
+    time.sleep(0.02)  # past the file system's clock tick
+    written.write_text("two\n")
+    log = tmp_path / runner.READS_LOG
+    log.write_bytes(f"{dated}\0{written}\0".encode())
+    assert runner.kernel_reads(log, started) == {
+        str(dated): content_digest(str(dated)), str(written): runner.CHANGED_WHILE_RUNNING}
+
+
 @pytest.mark.fixture
 def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_changes(tmp_path, monkeypatch):
     """Attack 11, cases 5 and 7: a cell that printed a file of the machine, or imported a module

@@ -787,7 +787,11 @@ CHANGED_WHILE_RUNNING = "changed while the page ran"
 def kernel_reads(log: Path, since_ns: int) -> dict[str, str | None]:
     """Each path the kernel noted in ``log`` (kernel/reads.py) and its content's digest now, or
     :data:`CHANGED_WHILE_RUNNING` for one changed since ``since_ns`` (time.time_ns() when the
-    page started): its outputs may hold what it read before."""
+    page started): its outputs may hold what it read before.
+
+    Changed means its status change time (ctime), which the file system stamps on every write
+    and which no program can set: a modification time can be in the future (a tar from a machine
+    whose clock was ahead), which executed the page again at every build (attack 12, case 26)."""
     try:
         paths = log.read_bytes().decode(errors="surrogateescape").split("\0")
     except OSError:
@@ -796,7 +800,7 @@ def kernel_reads(log: Path, since_ns: int) -> dict[str, str | None]:
     for path in sorted({p for p in paths if os.path.isabs(p)}):  # the log is in the page's folder
         with suppress(OSError):
             status = os.stat(path)
-            if max(status.st_mtime_ns, status.st_ctime_ns) >= since_ns:
+            if status.st_ctime_ns >= since_ns:
                 found[path] = CHANGED_WHILE_RUNNING
                 continue
         found[path] = content_digest(path)

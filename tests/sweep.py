@@ -67,12 +67,27 @@ MEASURE = """() => {
     .filter(block => block.matches('.traceback, .stderr, .highlight-pycon') || message.test(block.textContent));
   const scrolling = blocks.map(block => block.querySelector('pre') || block)
     .filter(pre => pre.scrollWidth > pre.clientWidth).map(text);
-  // A long name broken after an underscore (readable_layout.py's span.book-name-break).
+  // A long name broken between its words (readable_layout.py's span.book-name-break).
   const nameBreaks = [...document.querySelectorAll('.bd-article .book-name-break')]
     .filter(mark => mark.previousElementSibling && mark.nextElementSibling
       && mark.nextElementSibling.getBoundingClientRect().top > mark.previousElementSibling.getBoundingClientRect().top + 2)
     .map(mark => text(mark.parentElement));
-  return {brokenInTables, brokenWords, messages: blocks.length, scrolling, nameBreaks,
+  // Inline code that runs past the right edge of its block (into the column's padding, or out
+  // of an exercise's choice), where the page itself need not scroll.
+  const blockOf = el => {
+    let b = el.parentElement;
+    while (getComputedStyle(b).display.startsWith('inline')) b = b.parentElement;
+    return b;
+  };
+  const pastEdge = [...document.querySelectorAll('.bd-article code.literal')]
+    .filter(code => !code.closest('pre, nav, .book-cell-label') && code.getClientRects().length)
+    .map(code => {
+      const block = blockOf(code), style = getComputedStyle(block);
+      const edge = block.getBoundingClientRect().right - parseFloat(style.borderRightWidth);
+      return [text(code), Math.round(Math.max(...[...code.getClientRects()].map(r => r.right)) - edge)];
+    })
+    .filter(([, by]) => by > 0);
+  return {brokenInTables, brokenWords, messages: blocks.length, scrolling, nameBreaks, pastEdge,
           pageWidth: document.scrollingElement.scrollWidth};
 }"""
 
@@ -89,9 +104,11 @@ MEASURE = """() => {
 # - Chinese: a closing punctuation mark that starts a line (a Range per character: one
 #   whose box starts below the previous character's, in the same block);
 # - the rules of issue 33: a wrapped output line's hang, the headings' sizes and lines,
-#   the top bar's tap targets, what the copy buttons cover, characters per line of prose.
+#   the top bar's tap targets, what the copy buttons cover, characters per line of prose;
+#   a heading's line that ends inside a Chinese word.
 SURVEY = """language => {
   const W = document.documentElement.clientWidth;
+  const HAN = /[\\u3400-\\u4dbf\\u4e00-\\u9fff\\uf900-\\ufaff]/;
   const short = el => el.textContent.trim().slice(0, 80);
   const visible = el => el.getClientRects().length > 0;
   const tops = range => [...range.getClientRects()].filter(r => r.width > 0);
@@ -228,7 +245,27 @@ SURVEY = """language => {
       if (r.top >= bottom - 1) { lines++; bottom = r.bottom; } else bottom = Math.max(bottom, r.bottom);
     }
     const style = getComputedStyle(h);
-    return {tag: h.tagName.toLowerCase(), size: parseFloat(style.fontSize), weight: +style.fontWeight, lines,
+    // A line that ends between two Chinese characters with no <wbr> between them: inside a word.
+    const midWord = [];
+    const walker = document.createTreeWalker(h, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT);
+    let node, before = null, opportunity = false;
+    while ((node = walker.nextNode())) {
+      if (node.nodeType === Node.ELEMENT_NODE) { opportunity ||= node.tagName === 'WBR'; continue; }
+      for (let k = 0; k < node.data.length; k++) {
+        const character = node.data[k];
+        if (/\\s/.test(character)) { before = null; continue; }
+        const glyph = document.createRange();
+        glyph.setStart(node, k);
+        glyph.setEnd(node, k + 1);
+        const rect = glyph.getClientRects()[0];
+        if (!rect) continue;
+        if (before && !opportunity && HAN.test(before.character) && HAN.test(character) && rect.top >= before.bottom - 1)
+          midWord.push(before.character + '|' + character);
+        before = {character, bottom: rect.bottom};
+        opportunity = false;
+      }
+    }
+    return {tag: h.tagName.toLowerCase(), size: parseFloat(style.fontSize), weight: +style.fontWeight, lines, midWord,
             text: h.textContent.replace(/#$/, '').trim().slice(0, 80)};
   });
   // The top bar's controls a reader taps, as laid out (the full-screen button by its class).

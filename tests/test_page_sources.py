@@ -148,7 +148,7 @@ def test_a_doctree_of_another_page_fails_the_build(monkeypatch, tmp_path):
 
 
 @pytest.mark.unit
-def test_a_long_name_breaks_only_between_pieces_of_five_characters_or_more():
+def test_a_long_name_breaks_only_between_words_of_five_characters_or_more():
     # helper-110: "set_ | model_state_dict", "torch.is_ | inference_mode_enabled()", "…limit_ | hit".
     from book_extensions.site.readable_layout import name_pieces
 
@@ -157,6 +157,11 @@ def test_a_long_name_breaks_only_between_pieces_of_five_characters_or_more():
     assert name_pieces("torch.is_inference_mode_enabled()") == ["torch.is_inference_", "mode_", "enabled()"]
     assert name_pieces("_checkpoint_wrapped_module") == ["_checkpoint_", "wrapped_", "module"]
     assert name_pieces("requires_grad_") == ["requires_grad_"]  # short: whole
+    # Before a capital too (an exercise's choice ran 28 px past its edge at 320 px).
+    assert name_pieces("CompiledFunctionBackward True") == ["Compiled", "Function", "Backward True"]
+    assert name_pieces("MixedPrecisionPolicy") == ["MixedPrecision", "Policy"]
+    assert name_pieces("FailOnRecompileLimitHit") == ["FailOn", "Recompile", "LimitHit"]
+    assert name_pieces("ToCopyBackward0") == ["ToCopyBackward0"]  # short: whole
 
 
 @pytest.mark.unit
@@ -186,6 +191,40 @@ def test_a_chinese_header_breaks_between_its_words_only():
 
     assert text(body) == "计算图xyz" and not list(body.findall(wbr))  # the body is left alone
     assert text(head) == "共享版本计数器结果的 grad_fntool原计算图的反向传播"  # what is searched and compared is the same
+
+
+@pytest.mark.unit
+def test_a_chinese_section_title_breaks_between_its_words_only_and_an_english_one_is_left_alone():
+    # helper-112: at 320 px the zh accumulation page's heading broke DDP 下的梯度累 / 积.
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.frontend import get_default_settings
+    from docutils.utils import new_document
+
+    from book_extensions.site.readable_layout import label_tables_and_titles, wbr
+
+    def page():
+        document = new_document("page", get_default_settings())
+        section = nodes.section("", nodes.title("", "", nodes.Text("DDP 下的梯度累积："), nodes.literal("no_sync()", "no_sync()"),
+                                              nodes.Text("（“一步”）")),
+                                nodes.paragraph("", "梯度累积"))
+        document += section
+        return document, section
+
+    def app(language):
+        return SimpleNamespace(builder=SimpleNamespace(name="html"), config=SimpleNamespace(language=language))
+
+    chinese, section = page()
+    label_tables_and_titles(app("zh_CN"), chinese, "accumulation")
+    title, paragraph = section.children
+    assert [("|" if isinstance(node, wbr) else node.astext()) for node in title.children] == [
+        "DDP", "|", " ", "|", "下的", "|", "梯度", "|", "累积：", "no_sync()", "（“一步”）"]  # no line starts with "：" nor ends with "（"
+    assert title.astext() == "DDP 下的梯度累积：no_sync()（“一步”）"  # what the search reads
+    assert not list(paragraph.findall(wbr))  # prose keeps the browser's own line breaking
+    english, _ = page()
+    label_tables_and_titles(app("en"), english, "accumulation")
+    assert not list(english.findall(wbr))
 
 
 @pytest.mark.unit

@@ -8,8 +8,8 @@ compared), a few small marks:
   ``torch.autograd.set_detect_anomaly(True)`` then wraps on a phone without any
   identifier being cut in the middle; so does Chinese punctuation before code (see
   CJK_CLOSING). A name too long for the narrowest phones' column on its own
-  (``create_selective_checkpoint_contexts``) may break after one of its underscores there,
-  and only there (``span.book-name-break``, which book.css fills below 22.5rem). Code in a
+  (``create_selective_checkpoint_contexts``, ``CompiledFunctionBackward``) may break between
+  its words there, and only there (``span.book-name-break``, which book.css fills below 375 px). Code in a
   table gets none (Chromium breaks at a ``<wbr>`` even where CSS says ``nowrap``): there it
   breaks only between its words, on a phone. The
   exception is a table of quoted messages (the releases page's), whose code wraps like
@@ -51,13 +51,15 @@ BREAK = re.compile(r"(?<=[\w)\]])(?=\.[A-Za-z_])|(?<=\()(?=[^)])|(?<=::)(?=\w)|(
 # ("grad_fn=<SigmoidBackward0>", "tensor([[1., 2.],"), never inside a word or a number.
 OUTPUT_BREAK = re.compile(BREAK.pattern + r"|(?<=[,=])(?=[^\s,=)\]}])|(?<=[\[{])(?=[^\]}\s])")
 LONG = 16
-# A name this long (letters, digits and "_" only) can be wider than a column of a 320 px
-# phone (some 34 characters of inline code across the page, 18 in a table's card): there it
-# may break after an underscore that follows a letter or digit (NAME_BREAK, book.css), with
-# more than NAME_PIECE characters before it and NAME_PIECE or more after it
-# ("fail_on_ | recompile_limit_hit", never "set_ | model_state_dict" or "…limit_ | hit").
+# A name this long (letters, digits and "_" only) can be wider than a column of a phone
+# (some 34 characters of inline code across a 320 px page, fewer beside an exercise's letter
+# or in a table's card): below 375 px it may break between its words, after an underscore
+# that follows a letter or digit or before a capital that follows a small letter
+# (NAME_BREAK, book.css), with more than NAME_PIECE characters before it and NAME_PIECE or
+# more after it ("fail_on_ | recompile_limit_hit", "CompiledFunction | Backward", never
+# "set_ | model_state_dict" or "…limit_ | hit").
 LONG_NAME = re.compile(r"\w{20,}")
-NAME_BREAK = re.compile(r"(?<=[^\W_]_)(?=[^\W_])")
+NAME_BREAK = re.compile(r"(?<=[^\W_]_)(?=[^\W_])|(?<=[a-z])(?=[A-Z])")
 NAME_PIECE = 5
 
 # "RuntimeError: ...", "UserWarning: ..." anywhere in a printed output.
@@ -99,7 +101,7 @@ def visit_long_name(self, node: long_name) -> None:
 
 
 def name_pieces(text: str) -> list[str]:
-    """``text`` cut after the underscores of its long names (one piece when it has none)."""
+    """``text`` cut between the words of its long names (one piece when it has none)."""
     bounds = [0, *(name.start() + cut.start() for name in LONG_NAME.finditer(text)
                    for cut in NAME_BREAK.finditer(name.group())
                    if NAME_PIECE < cut.start() <= len(name.group()) - NAME_PIECE), len(text)]
@@ -404,28 +406,39 @@ class FoldInputs(SphinxPostTransform):
 HAN_TEXT = re.compile(f"[{HAN}]")
 # Words jieba cuts apart that a Chinese line does not start with: they go with the word before.
 TRAILING_PARTICLES = {"的", "后", "之", "了", "地", "得", "中", "时"}
+# Punctuation a line neither starts with (closing) nor ends with (opening), Chinese and Latin.
+CLOSING = (*CJK_CLOSING, "”", "’", "…", ")", "]", ",", ".", ":", ";", "!", "?")
+OPENING = ("（", "「", "『", "【", "《", "“", "‘", "(", "[")
+
+
+def break_between_words(app: Sphinx, root: nodes.Element) -> None:
+    """Chinese text under ``root`` (a table's header, a section's title) breaks between words
+    only: a ``<wbr>`` between jieba's words, and book.css lets no line break elsewhere in it
+    (a narrow column broke 共享版本计/数器, a phone's heading DDP 下的梯度累/积)."""
+    for text in list(root.findall(nodes.Text)):
+        if isinstance(text.parent, nodes.literal) or not HAN_TEXT.search(text):
+            continue
+        words: list[str] = []
+        for word in chinese_words(app, str(text)):
+            # 原计算图的 / 反向传播: no line starts with 的 (helper-101), nor with a closing mark,
+            # and none ends with an opening one.
+            if words and (word in TRAILING_PARTICLES or word.startswith(CLOSING) or words[-1].endswith(OPENING)):
+                words[-1] += word
+            else:
+                words.append(word)
+        pieces: list[nodes.Node] = []
+        for word in words:
+            pieces += [wbr(), nodes.Text(word)] if pieces else [nodes.Text(word)]
+        text.parent.replace(text, pieces)
 
 
 def break_headers_between_words(app: Sphinx, table: nodes.table) -> None:
-    """Chinese column headers break between words only: a ``<wbr>`` between jieba's words, and
-    book.css lets no line break elsewhere in them (a narrow column broke 共享版本计/数器)."""
+    """A Chinese table's column headers break between words only (:func:`break_between_words`)."""
     for head in table.findall(nodes.thead):
-        for text in list(head.findall(nodes.Text)):
-            if isinstance(text.parent, nodes.literal) or not HAN_TEXT.search(text):
-                continue
-            words: list[str] = []
-            for word in chinese_words(app, str(text)):
-                if words and word in TRAILING_PARTICLES:
-                    words[-1] += word  # 原计算图的 / 反向传播: no line starts with 的 (helper-101)
-                else:
-                    words.append(word)
-            pieces: list[nodes.Node] = []
-            for word in words:
-                pieces += [wbr(), nodes.Text(word)] if pieces else [nodes.Text(word)]
-            text.parent.replace(text, pieces)
+        break_between_words(app, head)
 
 
-def label_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+def label_tables_and_titles(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     # Late (priority 900), after the pages that fill their tables in when every page is
     # read (provenance_page.py, device_page.py).
     if app.builder.name in LABELLED_BUILDERS:
@@ -436,13 +449,17 @@ def label_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             if chinese:
                 break_headers_between_words(app, table)
             label_cells(table)
+        if chinese:  # section titles too; the search reads their text whole (title.astext())
+            for title in doctree.findall(nodes.title):
+                if isinstance(title.parent, nodes.section):
+                    break_between_words(app, title)
 
 
 def setup(app: Sphinx) -> None:
     app.add_node(wbr, html=(visit_wbr, None))
     app.add_node(long_name, html=(visit_long_name, None))
     app.add_node(cell_label, html=(visit_cell_label, depart_cell_label))
-    app.connect("doctree-resolved", label_tables, priority=900)
+    app.connect("doctree-resolved", label_tables_and_titles, priority=900)
     # Printed text's break opportunities go into what Sphinx wrote for the block (ReadableLayout
     # wraps it). Should that stop working, test_browser_layout.py finds broken tokens.
     app.add_node(printed_text, html=(visit_printed_text, depart_printed_text))

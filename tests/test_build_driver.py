@@ -343,11 +343,17 @@ def test_a_file_deleted_from_the_published_site_is_published_again(pages):
     assert (third.site() / "en" / "_notebooks" / "index.ipynb").is_file()
 
 
-@pytest.mark.parametrize("damage", ["the site is a file", "the note is a list", "the note is a folder"])
+@pytest.mark.parametrize("damage", ["the site is a file", "the note is a list", "the note is a folder",
+                                    "a doctree is cut short"])
 def test_damaged_build_folders_are_built_over(pages, damage):
     docs, build, first = pages
     note = first.out / "cpu" / "doctrees" / "en" / last_build.NOTE
-    if damage == "the site is a file":
+    if damage == "a doctree is cut short":
+        # Attack 12, case 36: Sphinx loaded it to write index again after an edit of second.md
+        # (its child) and stopped with a crash report.
+        doctree = first.out / "cpu" / "doctrees" / "en" / "index.doctree"
+        doctree.write_bytes(doctree.read_bytes()[:100])
+    elif damage == "the site is a file":
         shutil.rmtree(first.site())
         first.site().write_text("not a site\n")
     elif damage == "the note is a list":
@@ -364,6 +370,8 @@ def test_damaged_build_folders_are_built_over(pages, damage):
     third = build()
     assert third.returncode == 0, third.output
     assert "Edited." in (third.site() / "en" / "second.html").read_text(encoding="utf8")
+    if damage == "a doctree is cut short":
+        assert "[en] html ok in " in third.output and "(read again: index.doctree damaged)" in third.output, third.output
 
 
 def test_what_every_page_reads_besides_its_source_is_in_the_code_digest(tmp_path):

@@ -94,6 +94,7 @@ from .last_build import (
     PUBLISHED,
     changed_dependencies,
     code_parts,
+    damaged_doctrees,
     environment_stamp,
     folder_files,
     forget_note,
@@ -555,11 +556,14 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
         print(f"[{code}] {args.builder} unchanged in {time.perf_counter() - started:.1f} s", flush=True)
         return "unchanged", inputs
     why = why_read_again(note, parts, published, dependencies)
+    damaged = damaged_doctrees(doctrees)
+    if damaged:
+        why = f" (read again: {', '.join(damaged)} damaged)"
     sources = source_files(args, code)
     noted = note.get("sources")
     noted = noted if isinstance(noted, dict) else {}
     fresh = (note.get("trusted") != trusted or note.get("environment") != environment_stamp(doctrees)
-             or not set(noted) <= set(sources)
+             or not set(noted) <= set(sources) or bool(damaged)
              # the working folder as the last good build left it (nothing deleted from it)
              or (args.builder == "html" and folder_files(work) != note.get("files")))
     try:

@@ -176,6 +176,28 @@ def environment_stamp(doctrees: Path) -> list[int] | None:
     return [stat.st_size, stat.st_mtime_ns]
 
 
+# How a pickle ends (its STOP opcode): a doctree cut short (a build killed while Sphinx wrote
+# it, a full disk) does not, and Sphinx stopped with a crash report where it loaded it to write
+# another page (attack 12, case 36).
+PICKLE_END = b"."
+
+
+def damaged_doctrees(doctrees: Path) -> list[str]:
+    """The saved doctrees of ``doctrees`` that are cut short (or unreadable), by their names
+    there: the build reads every page again instead of loading them."""
+    damaged = []
+    for path in sorted(doctrees.rglob("*.doctree")):
+        try:
+            with path.open("rb") as saved:
+                saved.seek(-1, os.SEEK_END)
+                if saved.read(1) == PICKLE_END:
+                    continue
+        except OSError:  # empty (seek before the start), unreadable
+            pass
+        damaged.append(str(path.relative_to(doctrees)))
+    return damaged
+
+
 def read_note(doctrees: Path) -> dict:
     """The note, or {} (no trust) when it is missing or damaged."""
     try:

@@ -605,6 +605,30 @@ def test_a_cell_that_writes_into_a_language_this_build_keeps_fails_it_until_that
     assert b"TAMPERED" not in (zh / "index.html").read_bytes() and not (zh / "evil.html").exists()
 
 
+def test_an_edit_of_one_languages_prose_builds_that_language_alone(tmp_path, fixture_cache):
+    """Issue 30, the author's loop: every language was built again after any page of any language
+    changed. Another language's page counts by what the build compares or shows of it (parity:
+    code, headings and their anchors, labels, doctests, exercises); its prose does not."""
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURES / "good" / "docs", docs)
+    assert build_book(docs, tmp_path, "html", cache=fixture_cache).returncode == 0
+    second = docs / "en" / "second.md"
+    second.write_text(second.read_text(encoding="utf8") + "\nOne more sentence of prose.\n", encoding="utf8")
+    prose = build_book(docs, tmp_path, "html", cache=fixture_cache)
+    assert prose.returncode == 0, prose.output
+    assert "[zh] html unchanged in " in prose.output and "[en] html ok in " in prose.output, prose.output
+    assert "One more sentence of prose." in (prose.site() / "en" / "second.html").read_text(encoding="utf8")
+    # A section the other language lacks: that language is compared again, and fails until it has it.
+    second.write_text(second.read_text(encoding="utf8") + "\n(more)=\n## More\n\nText.\n", encoding="utf8")
+    structure = build_book(docs, tmp_path, "html", cache=fixture_cache)
+    assert structure.returncode == 1 and "[zh] html FAILED" in structure.output, structure.output
+    assert "parity: docs/zh/second.md" in structure.output, structure.output
+    # The record of each page's compared part, damaged, is made again: the build still decides right.
+    (tmp_path / "_build" / "cpu" / last_build.COMPARED_PARTS).write_text("{not json", encoding="utf8")
+    again = build_book(docs, tmp_path, "html", cache=fixture_cache)
+    assert again.returncode == 1 and "[zh] html FAILED" in again.output, again.output
+
+
 def test_a_kept_language_is_checked_against_what_was_published_whatever_removed_its_note(tmp_path, fixture_cache):
     # Attack 4, cases 5, 6, 32, 35: the check of a kept language leaned on that language's note,
     # which a doctest build (or a cell) removes; a link to an identical copy outside the site

@@ -94,12 +94,14 @@ from .last_build import (
     PUBLISHED,
     changed_dependencies,
     code_parts,
+    compared_parts,
     damaged_doctrees,
     environment_stamp,
     folder_files,
     forget_note,
     language_part,
     note_published,
+    pages_part,
     published_now,
     read_note,
     read_published,
@@ -529,11 +531,12 @@ def with_signals_passed_on(args: argparse.Namespace, languages: list[Language], 
     return status
 
 
-def build_language(args: argparse.Namespace, language: Language, stop: Stop, book: tuple[dict, dict | None],
+def build_language(args: argparse.Namespace, language: Language, stop: Stop, book: tuple[dict, dict | None, dict],
                    turn: ReadingTurn | None = None) -> tuple[str, str | None]:
     """Build one language and say so in one line: ("unchanged", "built", "failed" or "stopped",
     the digest of what an html build read, to note once the site is published). ``book``: the
-    code's and the site's parts (:func:`.last_build.code_parts`, :func:`.last_build.site_input_parts`), the same for
+    code's and the site's parts (:func:`.last_build.code_parts`, :func:`.last_build.site_input_parts`)
+    and what each page is to the other languages (:func:`.last_build.compared_parts`), the same for
     every language. With a ``turn`` (languages built at once), the processes it leaves are
     ended once all are done."""
     code = language.code
@@ -542,7 +545,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
     note = read_note(doctrees)
     code_inputs = {**book[0], **language_part(language)}
     trusted = digest_of(code_inputs)
-    parts = {**code_inputs, **book[1]} if book[1] is not None else None
+    parts = {**code_inputs, **book[1], "pages": pages_part(args, code, book[2])} if book[1] is not None else None
     inputs = digest_of(parts) if parts is not None else None
     site = args.out / args.device / "html"
     work = output_dir(args.out, args.device, args.builder, code)
@@ -728,7 +731,8 @@ def unmatched_pages(device_dir: Path, built: dict, now: dict) -> list[str]:
 
 
 def build_languages(args: argparse.Namespace, languages: list[Language], stop: Stop) -> int:
-    book = (code_parts(args), site_input_parts(args))  # digested once, for every language
+    code, site = code_parts(args), site_input_parts(args)  # digested once, for every language
+    book = (code, site, compared_parts(args, digest_of(code)) if site is not None else {})
     device_dir = args.out / args.device
     codes = [language.code for language in book_languages(args.confdir)]
     before = published_now(device_dir, codes) if args.builder == "html" else {}

@@ -64,11 +64,79 @@ def site_input_parts(args: argparse.Namespace) -> dict[str, str] | None:
     if args.builder != "html":
         return None
     return {"builder": args.builder,
-            "pages": digest_of_files((args.docs, "**/*")),  # every language: a language is compared with the reference one
             "records": digest_of_files(*site_inputs.record_inputs(
                 args.confdir, settings.read(args.confdir, settings.override_pairs(args.sphinx_args)))),
             # The offline editions, which every page links and the site carries (a few MB: hashed in ms).
             "offline editions": digest_of_files((args.out / args.device / "offline", "**/*"))}
+
+
+# Beside the build's output: of each page of the docs folder, the digest of what another
+# language's build reads of it (:func:`compared_part`), by the digest of the file's content.
+COMPARED_PARTS = "book-compared-parts.json"
+
+
+def compared_parts(args: argparse.Namespace, checker: str) -> dict[str, str]:
+    """Each file of the language folders (by its path from the docs folder) and the digest of
+    what another language's build reads of it (:func:`compared_part`). Digested once a run;
+    a file's part is taken from the previous run's when its content is the same and ``checker``
+    (the digest of the code and packages that read the pages: :func:`code_parts`) too."""
+    known = read_compared_parts(args, checker)
+    found, by_content = {}, {}
+    for folder in sorted(path for path in args.docs.iterdir() if path.is_dir()):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                content = hashlib.sha256(path.read_bytes()).hexdigest()
+                by_content[content] = known.get(content) or compared_part(path, content)
+                found[str(path.relative_to(args.docs))] = by_content[content]
+    if by_content != known:
+        with suppress(OSError):  # only a saving: the next build digests them again
+            write_own_file(args.out / args.device / COMPARED_PARTS,
+                           json.dumps({"checker": checker, "parts": by_content}, sort_keys=True))
+    return found
+
+
+def pages_part(args: argparse.Namespace, code: str, compared: dict[str, str]) -> str:
+    """The digest of the pages one language's html build reads: its own folder's files and the
+    files beside the language folders whole; of every other language's pages, their names and
+    what the build compares or shows of them (``compared``: :func:`compared_parts`). An edit of
+    one language's prose then builds that language alone (it built every language: the
+    author's loop of issue 30)."""
+    digest = hashlib.sha256()
+    site_inputs.add_files(digest, args.docs, "*")
+    site_inputs.add_files(digest, args.docs / code)
+    for name, part in compared.items():
+        if Path(name).parts[0] != code:
+            digest.update(f"{name}\0{part}\0".encode())
+    return digest.hexdigest()
+
+
+def read_compared_parts(args: argparse.Namespace, checker: str) -> dict[str, str]:
+    """The parts noted by an earlier build with the same ``checker``, or {} (each page is read)."""
+    try:
+        noted = json.loads((args.out / args.device / COMPARED_PARTS).read_text(encoding="utf8"))
+        parts = noted["parts"] if noted.get("checker") == checker else {}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return {}
+    return parts if isinstance(parts, dict) and all(isinstance(v, str) for v in parts.values()) else {}
+
+
+def compared_part(path: Path, content: str) -> str:
+    """The digest of what another language's build reads of the page at ``path``: what the
+    parity check compares (front matter, code cells with their comments, headings and their
+    anchors, labels, doctest blocks, exercises' options: checks/parity.py), which is also all
+    that the cell checks, the pages' code record and the language switch read of it. A file
+    that is not such a page, or does not read, counts by its whole ``content``."""
+    if path.suffix != ".md":
+        return content
+    from ..checks import parity
+
+    try:
+        page = parity.read_page(path)
+        compared = [page.front_matter, page.code_cells, page.headings, page.labels, page.checked_blocks,
+                    page.anchors(), page.exercises]
+        return hashlib.sha256(json.dumps(compared, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    except Exception:  # noqa: BLE001 - not UTF-8, not a page: its build reports it
+        return content
 
 
 def why_read_again(note: dict, parts: dict[str, str] | None, site_files: dict | None,

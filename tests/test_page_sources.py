@@ -219,12 +219,22 @@ def test_a_chinese_section_title_breaks_between_its_words_only_and_an_english_on
     label_tables_and_titles(app("zh_CN"), chinese, "accumulation")
     title, paragraph = section.children
     assert [("|" if isinstance(node, wbr) else node.astext()) for node in title.children] == [
-        "DDP", "|", " ", "|", "下的", "|", "梯度", "|", "累积：", "no_sync()", "（“一步”）"]  # no line starts with "：" nor ends with "（"
+        "DDP 下的", "|", "梯度累积：", "no_sync()", "（“一步”）"]  # no line starts with "：" nor ends with "（"
     assert title.astext() == "DDP 下的梯度累积：no_sync()（“一步”）"  # what the search reads
     assert not list(paragraph.findall(wbr))  # prose keeps the browser's own line breaking
     english, _ = page()
     label_tables_and_titles(app("en"), english, "accumulation")
     assert not list(english.findall(wbr))
+    # helper-113: no break inside Latin text, nor inside a term jieba cuts in two, nor before a
+    # place word after its noun; 后 starts a word (后端) as often as it ends one.
+    for heading, pieces in (("torch.func 与前向模式", ["torch.func ", "与", "前向", "模式"]),
+                            ("在推理模式下创建的视图", ["在", "推理", "模式下", "创建的", "视图"]),
+                            ("存下来的后端", ["存", "下来的", "后端"])):
+        document = new_document("page", get_default_settings())
+        document += nodes.section("", nodes.title("", heading))
+        label_tables_and_titles(app("zh_CN"), document, "page")
+        title = next(iter(document.findall(nodes.title)))
+        assert [node.astext() for node in title.children if not isinstance(node, wbr)] == pieces, heading
 
 
 @pytest.mark.unit

@@ -61,6 +61,9 @@ LONG = 16
 LONG_NAME = re.compile(r"\w{20,}")
 NAME_BREAK = re.compile(r"(?<=[^\W_]_)(?=[^\W_])|(?<=[a-z])(?=[A-Z])")
 NAME_PIECE = 5
+# A name this long is most of a line of a 360 px phone's column (create_selective_checkpoint_contexts
+# ran 9 px past it there): it may break below 375 px too.
+WIDE_NAME = 30
 
 # "RuntimeError: ...", "UserWarning: ..." anywhere in a printed output.
 MESSAGE = re.compile(r"\b[A-Z]\w*(?:Error|Warning|Exception)\b")
@@ -93,10 +96,16 @@ class long_name(nodes.Inline, nodes.TextElement):
 
 
 def visit_long_name(self, node: long_name) -> None:
-    for number, piece in enumerate(name_pieces(node.astext())):
-        if number:
-            self.body.append('<span class="book-name-break"></span>')
+    # A break before a capital is only taken where a name ran out of its box, and one below
+    # 375 px only in a name too wide for most of a line there (book.css).
+    wide = " book-name-wide" if max(len(name) for name in LONG_NAME.findall(node.astext())) >= WIDE_NAME else ""
+    before = ""
+    for piece in name_pieces(node.astext()):
+        if before:
+            kind = "book-name-break" + wide + ("" if before.endswith("_") else " book-name-capital")
+            self.body.append(f'<span class="{kind}"></span>')
         self.visit_Text(nodes.Text(piece))  # as inline code's text is written: a span.pre
+        before = piece
     raise nodes.SkipNode
 
 
@@ -404,8 +413,13 @@ class FoldInputs(SphinxPostTransform):
 
 
 HAN_TEXT = re.compile(f"[{HAN}]")
-# Words jieba cuts apart that a Chinese line does not start with: they go with the word before.
-TRAILING_PARTICLES = {"的", "后", "之", "了", "地", "得", "中", "时"}
+# Words jieba cuts apart that a Chinese line does not start with: they go with the word before
+# (particles, and the place words after a noun: 模式下, 单元里). Not 后: 后端.
+TRAILING_PARTICLES = {"的", "之", "了", "地", "得", "中", "时", "上", "下", "里", "外", "内"}
+# Words jieba cuts in two that a Chinese line must not split (helper-113): the book's terms
+# and common words that its dictionary lacks.
+KEPT_WHOLE = ("梯度累积", "混合精度", "反向节点", "可重入", "统计量", "前向", "后端", "调度器", "基张量",
+              "未选中", "跳过")
 # Punctuation a line neither starts with (closing) nor ends with (opening), Chinese and Latin.
 CLOSING = (*CJK_CLOSING, "”", "’", "…", ")", "]", ",", ".", ":", ";", "!", "?")
 OPENING = ("（", "「", "『", "【", "《", "“", "‘", "(", "[")
@@ -421,8 +435,11 @@ def break_between_words(app: Sphinx, root: nodes.Element) -> None:
         words: list[str] = []
         for word in chinese_words(app, str(text)):
             # 原计算图的 / 反向传播: no line starts with 的 (helper-101), nor with a closing mark,
-            # and none ends with an opening one.
-            if words and (word in TRAILING_PARTICLES or word.startswith(CLOSING) or words[-1].endswith(OPENING)):
+            # and none ends with an opening one; a term stays whole; and a line breaks only
+            # beside a Chinese character or mark, never inside Latin text (torch.func).
+            if words and (word in TRAILING_PARTICLES or word.startswith(CLOSING) or words[-1].endswith(OPENING)
+                          or any(term.startswith(words[-1] + word) for term in KEPT_WHOLE)
+                          or not (chinese(words[-1][-1]) or chinese(word[0]))):
                 words[-1] += word
             else:
                 words.append(word)
@@ -430,6 +447,11 @@ def break_between_words(app: Sphinx, root: nodes.Element) -> None:
         for word in words:
             pieces += [wbr(), nodes.Text(word)] if pieces else [nodes.Text(word)]
         text.parent.replace(text, pieces)
+
+
+def chinese(character: str) -> bool:
+    """A Han character or Chinese punctuation: a Chinese line may break beside it."""
+    return bool(HAN_TEXT.match(character)) or character in CJK_CLOSING or character in OPENING[:6]
 
 
 def break_headers_between_words(app: Sphinx, table: nodes.table) -> None:

@@ -91,11 +91,13 @@ from ..paths import PACKAGE, RESERVED_FOLDER, add_folder_options, shown
 from . import publish
 from .build_locks import hold_build_locks
 from .last_build import (
+    DOCTREES,
     PUBLISHED,
     changed_dependencies,
     code_parts,
     compared_parts,
     damaged_doctrees,
+    doctree_digests,
     environment_stamp,
     folder_files,
     forget_note,
@@ -559,7 +561,7 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
         print(f"[{code}] {args.builder} unchanged in {time.perf_counter() - started:.1f} s", flush=True)
         return "unchanged", inputs
     why = why_read_again(note, parts, published, dependencies)
-    damaged = damaged_doctrees(doctrees)
+    damaged = damaged_doctrees(doctrees, note)
     if damaged:
         why = f" (read again: {', '.join(damaged)} damaged)"
     sources = source_files(args, code)
@@ -573,6 +575,8 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
         forget_note(doctrees)
         if fresh:
             publish.remove(work)
+        for name in damaged:  # a folder or a link in a doctree's place: Sphinx cannot write over it
+            publish.remove(doctrees / name)
     except OSError as error:  # a folder the build cannot write (attack 6, case 15c)
         where = shown(Path(error.filename), Path.cwd()) if error.filename else shown(doctrees, Path.cwd())
         print(f"error: [{code}] the build cannot write {where} ({error.strerror}): make it writable, or "
@@ -605,7 +609,8 @@ def build_language(args: argparse.Namespace, language: Language, stop: Stop, boo
         return "built", None
     # What the site was built from is noted once it is published (build_languages).
     write_note(doctrees, {"trusted": trusted, "environment": environment_stamp(doctrees),
-                          "sources": sources, "files": folder_files(work), "site_parts": parts})
+                          "sources": sources, "files": folder_files(work), "site_parts": parts,
+                          DOCTREES: doctree_digests(doctrees)})
     return "built", inputs
 
 

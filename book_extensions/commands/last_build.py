@@ -245,22 +245,36 @@ def environment_stamp(doctrees: Path) -> list[int] | None:
 
 
 # How a pickle ends (its STOP opcode): a doctree cut short (a build killed while Sphinx wrote
-# it, a full disk) does not, and Sphinx stopped with a crash report where it loaded it to write
-# another page (attack 12, case 36).
+# it, a full disk) does not.
 PICKLE_END = b"."
+# In the note: each doctree's digest as the build that wrote the note left it.
+DOCTREES = "doctrees"
 
 
-def damaged_doctrees(doctrees: Path) -> list[str]:
-    """The saved doctrees of ``doctrees`` that are cut short (or unreadable), by their names
-    there: the build reads every page again instead of loading them."""
+def doctree_digests(doctrees: Path) -> dict[str, str]:
+    """Each saved doctree of ``doctrees`` (by its name there) and its content's digest."""
+    return {str(path.relative_to(doctrees)): content_digest(str(path)) or "unreadable"
+            for path in sorted(doctrees.rglob("*.doctree"))}
+
+
+def damaged_doctrees(doctrees: Path, note: dict) -> list[str]:
+    """The saved doctrees that are not as the last good build left them (its note's digests):
+    damaged in place, an older copy put back, a folder or a link in a file's place; without
+    digests noted, those cut short. Sphinx loads a doctree it did not read again to write its
+    page, and stopped with a crash report (attack 12, case 36; attack 13, cases 6 and 10); the
+    build reads every page again instead."""
+    noted = note.get(DOCTREES)
+    if isinstance(noted, dict):
+        return sorted(name for name, digest in noted.items()
+                      if (doctrees / name).is_symlink() or content_digest(str(doctrees / name)) != digest)
     damaged = []
     for path in sorted(doctrees.rglob("*.doctree")):
         try:
             with path.open("rb") as saved:
                 saved.seek(-1, os.SEEK_END)
-                if saved.read(1) == PICKLE_END:
+                if saved.read(1) == PICKLE_END and not path.is_symlink():
                     continue
-        except OSError:  # empty (seek before the start), unreadable
+        except OSError:  # empty (seek before the start), unreadable, a folder
             pass
         damaged.append(str(path.relative_to(doctrees)))
     return damaged

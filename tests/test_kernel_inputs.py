@@ -318,7 +318,18 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
     (tmp_path / "pp" / "ppmod.py").write_text(
         "from pathlib import Path\n\ndef table():\n    return (Path(__file__).parent / 'table.txt').read_text().strip()\n")
     (tmp_path / "pp" / "table.txt").write_text("one\n")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "pp"))
+    (tmp_path / "pp" / "data").mkdir()  # a folder of data files, listed (attack 13, case 5a)
+    # A folder of installed packages on PYTHONPATH: its data files are not keyed either (case 5b).
+    (tmp_path / "inst" / "instmod-1.0.dist-info").mkdir(parents=True)
+    (tmp_path / "inst" / "instmod.py").write_text(
+        "from pathlib import Path\n\ndef table():\n    return (Path(__file__).parent / 'inst.txt').read_text().strip()\n")
+    (tmp_path / "inst" / "inst.txt").write_text("one\n")
+    # A link outside, read through and later pointed elsewhere (case 1).
+    for version in ("v1", "v2"):
+        (outside / version).mkdir()
+        (outside / version / "linked.txt").write_text(f"{version}\n")
+    (outside / "current").symlink_to(outside / "v1")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "pp"), str(tmp_path / "inst")]))
     docs = tmp_path / "docs"
     (docs / "en").mkdir(parents=True)
     # The path in hexadecimal: a page showing the build machine's temp folder fails the build.
@@ -328,7 +339,9 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
         f"folder = bytes.fromhex({str(outside).encode().hex()!r}).decode()\n"
         "print('data', open(os.path.join(folder, 'data.txt')).read().strip())\n"
         "print('proc', open('/proc/self/ro' + 'ot' + os.path.join(folder, 'proc.txt')).read().strip())\n"
-        "import ppmod\nprint('table', ppmod.table())\n"
+        "import ppmod, instmod\nprint('table', ppmod.table(), instmod.table())\n"
+        "print('data', sorted(os.listdir(os.path.join(os.path.dirname(ppmod.__file__), 'data'))))\n"
+        "print('linked', open(os.path.join(folder, 'current', 'linked.txt')).read().strip())\n"
 
         "sys.path.insert(0, folder)\nimport outside_module, compiled_module\n\n"
         "print('module', outside_module.VALUE, compiled_module.VALUE)\n"
@@ -342,7 +355,7 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
         return made, " ".join(" ".join(outputs(made)).split())
 
     first, shown = build()
-    assert "data one proc one table one module 1 1 listed ['a'] later: none" in shown
+    assert "data one proc one table one one data [] linked v1 module 1 1 listed ['a'] later: none" in shown
     records = [r for folder in (tmp_path / "cache").glob("cpu-*")
                for r in get_cache(str(folder)).list_cache_records()]
     assert len(records) == 1
@@ -367,6 +380,10 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
             (tmp_path / "pp" / "table.txt").write_text("two\n")
             (outside / "outside_module.py").write_text("VALUE = 2\n")
             (outside / "compiled_module.py").write_text("VALUE = 3\n")
+            (tmp_path / "inst" / "inst.txt").write_text("two\n")
+            (tmp_path / "pp" / "data" / "new.csv").write_text("")
+            (outside / "current").unlink()
+            (outside / "current").symlink_to(outside / "v2")
         elif change == "listing":
             (outside / "listed" / "b").write_text("")
         else:
@@ -376,8 +393,11 @@ def test_what_a_page_reads_outside_the_keyed_folders_executes_it_again_when_it_c
         why = re.search(r"\(read again: (.*) changed\)", changed.output)
         named = {"files": ("data.txt", "proc.txt", "outside_module.py", "compiled_module.py"), "listing": ("listed",),
                  "later": ("later.txt",)}[change]
-        named = {str(outside / name) for name in named} | ({str(tmp_path / "pp" / "table.txt")} if change == "files" else set())
+        named = {str(outside / name) for name in named} | ({str(tmp_path / "pp" / "table.txt"), str(tmp_path / "inst" / "inst.txt"),
+                                                            str(tmp_path / "pp" / "data"), str(outside / "current" / "linked.txt")}
+                                                           if change == "files" else set())
         assert why and named <= set(why[1].split(", ")), changed.output
-        assert shown == {"files": "data two proc two table two module 2 3 listed ['a'] later: none",
-                         "listing": "data two proc two table two module 2 3 listed ['a', 'b'] later: none",
-                         "later": "data two proc two table two module 2 3 listed ['a', 'b'] later here"}[change], (change, shown)
+        same = "data two proc two table two two data ['new.csv'] linked v2 module 2 3"
+        assert shown == {"files": f"{same} listed ['a'] later: none",
+                         "listing": f"{same} listed ['a', 'b'] later: none",
+                         "later": f"{same} listed ['a', 'b'] later here"}[change], (change, shown)

@@ -25,8 +25,10 @@ Set by the executor: ``BOOK_READS_LOG`` (the page's log) and ``BOOK_KNOWN_ROOTS`
 own folders, ``os.pathsep``-separated).
 """
 
+import importlib.util
 import os
 import sys
+from contextlib import suppress
 
 # The system's folders: their files are the machine's, read by every program (fonts, time
 # zones, /proc); a change there is a change of machine, which the key does not promise to see.
@@ -50,24 +52,19 @@ def _writes_only(mode, flags) -> bool:
     return isinstance(flags, int) and flags & os.O_ACCMODE == os.O_WRONLY
 
 
-def _installed(folder: str) -> bool:
-    """Whether ``folder`` holds installed packages (their metadata: ``*.dist-info``)."""
-    try:
-        return any(name.endswith(".dist-info") for name in os.listdir(folder))
-    except OSError:
-        return False
-
-
 def _install() -> None:
     log_path = os.environ.get("BOOK_READS_LOG")
     if not log_path:
         return
     own = _roots(r for r in os.environ.get("BOOK_KNOWN_ROOTS", "").split(os.pathsep) if r)
     entries = [r for r in os.environ.get("PYTHONPATH", "").split(os.pathsep) if r]
-    # An entry that is a file (a zip), or a folder of installed packages (the GPU job's wheels),
-    # is keyed whole; of a plain folder only its modules are (attack 12, cases 3 and 32).
-    whole = [r for r in entries if os.path.isfile(r) or _installed(r)]
+    # An entry that is a file (a zip) is keyed whole; of a folder, plain or of installed packages
+    # (the GPU job's wheels), only its modules are, and the names of its packages' metadata
+    # (execution/kernel_inputs.py's path_entry_digest): a data file there is noted (attack 12,
+    # cases 3 and 32; attack 13, case 5b).
+    whole = [r for r in entries if os.path.isfile(r)]
     modules_only = _roots(r for r in entries if r not in whole)
+    entry_folders = {os.path.realpath(r) for r in entries if r not in whole}
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     known = _roots((*_SYSTEM, *prefixes, *whole)) + own
     # Opened before the hook exists, so the hook's own writes are not audited; O_APPEND keeps
@@ -87,14 +84,29 @@ def _install() -> None:
         # Where the path leads, links and ".." followed in order: "/proc/self/root/<file>", or
         # "link/../<file>" in the page's own folder, named a file outside by a path inside
         # (attack 12, cases 2, 12, 31).
-        target = os.path.realpath(os.fsdecode(path))
+        given = os.path.abspath(os.fsdecode(path))
+        target = os.path.realpath(given)
         within = os.path.join(target, "")
         if within.startswith(known):
             return
-        # In a plain folder on PYTHONPATH, a module (and a folder the import system lists) is
-        # keyed, a data file is not: it is noted.
-        if not (within.startswith(modules_only) and (listed or target.endswith(_IMPORTED))):
-            write(target)
+        # In a folder on PYTHONPATH, a module (and a folder the import system lists: the entry,
+        # a package; or one that is not there, as torch looks for CUDA's libraries on every
+        # entry) is keyed, a data file (or a folder of them) is not: it is noted.
+        if within.startswith(modules_only) and (
+                target.endswith(_IMPORTED) if not listed else
+                target in entry_folders or not os.path.isdir(target)
+                or os.path.isfile(os.path.join(target, "__init__.py"))):
+            return
+        write(target)
+        # A link on the way, outside the page's folders: pointed elsewhere, it changes what
+        # the page reads while its old target stays the same (attack 13, case 1).
+        if given != target and not os.path.join(given, "").startswith(known):
+            write(given)
+        # A module loaded from its .pyc, which the import system checks against the source's
+        # time (attack 13, case 4c: exec_module of a spec from a file location).
+        if target.endswith(".pyc") and os.path.basename(os.path.dirname(target)) == "__pycache__":
+            with suppress(ValueError):
+                write(importlib.util.source_from_cache(target))
 
     def hook(event: str, args: tuple) -> None:
         position = _READ_EVENTS.get(event)

@@ -346,7 +346,8 @@ def test_a_file_deleted_from_the_published_site_is_published_again(pages):
 DOCTREE_DAMAGE = ["a doctree is cut short", "a doctree is a folder", "an older doctree is put back"]
 
 
-@pytest.mark.parametrize("damage", ["the site is a file", "the note is a list", "the note is a folder", *DOCTREE_DAMAGE])
+@pytest.mark.parametrize("damage", ["the site is a file", "the note is a list", "the note is a folder",
+                                    "the note names a doctree elsewhere", *DOCTREE_DAMAGE])
 def test_damaged_build_folders_are_built_over(pages, damage):
     docs, build, first = pages
     note = first.out / "cpu" / "doctrees" / "en" / last_build.NOTE
@@ -359,6 +360,14 @@ def test_damaged_build_folders_are_built_over(pages, damage):
     elif damage == "a doctree is a folder":
         doctree.unlink()
         doctree.mkdir()
+    elif damage == "the note names a doctree elsewhere":
+        # A damaged note must not make the build remove a file outside its folder.
+        victims = [first.out.parent / "relative.doctree", first.out.parent / "absolute.doctree"]
+        for victim in victims:
+            victim.write_text("not the build's\n")
+        noted = json.loads(note.read_text(encoding="utf8"))
+        noted[last_build.DOCTREES] = {"../../../../relative.doctree": "0", str(victims[1]): "0"}
+        note.write_text(json.dumps(noted), encoding="utf8")
     elif damage == "an older doctree is put back":
         older = doctree.read_bytes()
         index = docs / "en" / "index.md"
@@ -382,6 +391,8 @@ def test_damaged_build_folders_are_built_over(pages, damage):
     third = build()
     assert third.returncode == 0, third.output
     assert "Edited." in (third.site() / "en" / "second.html").read_text(encoding="utf8")
+    if damage == "the note names a doctree elsewhere":
+        assert all(victim.read_text() == "not the build's\n" for victim in victims)
     if damage in DOCTREE_DAMAGE:
         assert "[en] html ok in " in third.output and "(read again: index.doctree damaged)" in third.output, third.output
         assert "REMEMBERS" in (third.site() / "en" / "index.html").read_text(encoding="utf8") \

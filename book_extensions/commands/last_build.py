@@ -265,8 +265,10 @@ def damaged_doctrees(doctrees: Path, note: dict) -> list[str]:
     build reads every page again instead."""
     noted = note.get(DOCTREES)
     if isinstance(noted, dict):
-        return sorted(name for name, digest in noted.items()
-                      if (doctrees / name).is_symlink() or content_digest(str(doctrees / name)) != digest)
+        # Only a doctree's name inside the folder: the note is a file of the build folder, and a
+        # damaged one must not name a path elsewhere (the build removes what it names).
+        return sorted(name for name, digest in noted.items() if own_doctree(name) and (
+            (doctrees / name).is_symlink() or content_digest(str(doctrees / name)) != digest))
     damaged = []
     for path in sorted(doctrees.rglob("*.doctree")):
         try:
@@ -278,6 +280,12 @@ def damaged_doctrees(doctrees: Path, note: dict) -> list[str]:
             pass
         damaged.append(str(path.relative_to(doctrees)))
     return damaged
+
+
+def own_doctree(name: object) -> bool:
+    """Whether ``name`` (from a note) names a doctree inside its folder."""
+    path = Path(name) if isinstance(name, str) else None
+    return path is not None and path.suffix == ".doctree" and not path.is_absolute() and ".." not in path.parts
 
 
 def read_note(doctrees: Path) -> dict:

@@ -533,7 +533,7 @@ def with_signals_passed_on(args: argparse.Namespace, languages: list[Language], 
     return status
 
 
-def build_language(args: argparse.Namespace, language: Language, stop: Stop, book: tuple[dict, dict | None, dict],
+def build_language(args: argparse.Namespace, language: Language, stop: Stop, book: tuple[dict, dict | None, dict[str, tuple[str, str]]],
                    turn: ReadingTurn | None = None) -> tuple[str, str | None]:
     """Build one language and say so in one line: ("unchanged", "built", "failed" or "stopped",
     the digest of what an html build read, to note once the site is published). ``book``: the

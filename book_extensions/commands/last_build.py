@@ -75,11 +75,11 @@ def site_input_parts(args: argparse.Namespace) -> dict[str, str] | None:
 COMPARED_PARTS = "book-compared-parts.json"
 
 
-def compared_parts(args: argparse.Namespace, checker: str) -> dict[str, str]:
-    """Each file of the language folders (by its path from the docs folder) and the digest of
-    what another language's build reads of it (:func:`compared_part`). Digested once a run;
-    a file's part is taken from the previous run's when its content is the same and ``checker``
-    (the digest of the code and packages that read the pages: :func:`code_parts`) too."""
+def compared_parts(args: argparse.Namespace, checker: str) -> dict[str, tuple[str, str]]:
+    """Each file of the language folders (by its path from the docs folder): the digest of its
+    content, and of what another language's build reads of it (:func:`compared_part`). Digested
+    once a run; a file's part is taken from the previous run's when its content is the same and
+    ``checker`` (the digest of the code and packages that read the pages: :func:`code_parts`) too."""
     known = read_compared_parts(args, checker)
     found, by_content = {}, {}
     for folder in sorted(path for path in args.docs.iterdir() if path.is_dir()):
@@ -87,7 +87,7 @@ def compared_parts(args: argparse.Namespace, checker: str) -> dict[str, str]:
             if path.is_file():
                 content = hashlib.sha256(path.read_bytes()).hexdigest()
                 by_content[content] = known.get(content) or compared_part(path, content)
-                found[str(path.relative_to(args.docs))] = by_content[content]
+                found[str(path.relative_to(args.docs))] = (content, by_content[content])
     if by_content != known:
         with suppress(OSError):  # only a saving: the next build digests them again
             write_own_file(args.out / args.device / COMPARED_PARTS,
@@ -95,18 +95,16 @@ def compared_parts(args: argparse.Namespace, checker: str) -> dict[str, str]:
     return found
 
 
-def pages_part(args: argparse.Namespace, code: str, compared: dict[str, str]) -> str:
+def pages_part(args: argparse.Namespace, code: str, compared: dict[str, tuple[str, str]]) -> str:
     """The digest of the pages one language's html build reads: its own folder's files and the
     files beside the language folders whole; of every other language's pages, their names and
-    what the build compares or shows of them (``compared``: :func:`compared_parts`). An edit of
-    one language's prose then builds that language alone (it built every language: the
-    author's loop of issue 30)."""
+    what the build compares or shows of them (``compared``: :func:`compared_parts`, which has
+    read every file of the language folders already). An edit of one language's prose then
+    builds that language alone (it built every language: the author's loop of issue 30)."""
     digest = hashlib.sha256()
     site_inputs.add_files(digest, args.docs, "*")
-    site_inputs.add_files(digest, args.docs / code)
-    for name, part in compared.items():
-        if Path(name).parts[0] != code:
-            digest.update(f"{name}\0{part}\0".encode())
+    for name, (content, part) in compared.items():
+        digest.update(f"{name}\0{content if Path(name).parts[0] == code else part}\0".encode())
     return digest.hexdigest()
 
 

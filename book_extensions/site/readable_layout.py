@@ -422,7 +422,8 @@ KEPT_WHOLE = ("梯度累积", "混合精度", "反向节点", "可重入", "统�
               "未选中", "跳过")
 # Punctuation a line neither starts with (closing) nor ends with (opening), Chinese and Latin.
 CLOSING = (*CJK_CLOSING, "”", "’", "…", ")", "]", ",", ".", ":", ";", "!", "?")
-OPENING = ("（", "「", "『", "【", "《", "“", "‘", "(", "[")
+CJK_OPENING = ("（", "「", "『", "【", "《", "“")
+OPENING = (*CJK_OPENING, "‘", "(", "[")
 
 
 def break_between_words(app: Sphinx, root: nodes.Element) -> None:
@@ -451,7 +452,7 @@ def break_between_words(app: Sphinx, root: nodes.Element) -> None:
 
 def chinese(character: str) -> bool:
     """A Han character or Chinese punctuation: a Chinese line may break beside it."""
-    return bool(HAN_TEXT.match(character)) or character in CJK_CLOSING or character in OPENING[:6]
+    return bool(HAN_TEXT.match(character)) or character in CJK_CLOSING or character in CJK_OPENING
 
 
 def break_headers_between_words(app: Sphinx, table: nodes.table) -> None:
